@@ -1,0 +1,1227 @@
+"""A knowledge-base store whose citations are version stamps.
+
+Four agent tools over SQLite, named, described and limited exactly as osFoundry's live
+``tools/list``: ``search_knowledge_base``, ``read_knowledge_article``,
+``edit_knowledge_article`` and ``poll_resource_events``. A search hit and a read both return a
+citation ``{knowledge_base_id, article_id, updated_at}``; the edit tool takes that same
+``updated_at`` back as ``expected_version`` and performs a compare-and-swap on it; every change
+that agents can see writes one event into a gapless per-knowledge-base log, so an agent checks
+all of its old citations by resuming from one integer cursor.
+
+People's side (the app's own editor): ``create_knowledge_base``, ``create_article``,
+``save_article``, ``publish`` and ``unpublish``. Agent's side: ``TOOLS`` and ``call_tool``.
+Run ``python kb_store.py --help`` for the admin command line.
+"""
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import sys
+from datetime import datetime, timedelta, timezone
+
+# Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
+SCHEMA_VERSION = 1
+
+# A writer waits this long for another process's transaction before giving up: long enough to
+# ride out a burst of concurrent edits, short enough that a wedged writer surfaces as an error.
+BUSY_TIMEOUT_S = 30.0
+
+# RFC 9110 calls a timestamp a weak validator; one microsecond past the previous version makes
+# ours strong: every save gets an updated_at that no earlier save of that article ever had.
+VERSION_STEP_US = 1
+
+# Stripe and the IETF idempotency-key draft keep keys at least a day: long enough for any retry
+# loop, short enough that the table does not grow without bound.
+IDEMPOTENCY_TTL = timedelta(hours=24)
+
+# Limits from the live tool list, and our own for the arguments it leaves open.
+QUERY_MIN, QUERY_MAX = 2, 200
+SEARCH_LIMIT_MAX, SEARCH_LIMIT_DEFAULT = 20, 10
+EVENTS_LIMIT_MAX, EVENTS_LIMIT_DEFAULT = 100, 100
+ID_MAX = 255
+KEY_MAX = 255
+TITLE_MAX = 200
+CONTENT_MAX_BYTES = 1024 * 1024
+VERSION_MAX = 64
+
+# Title matches count five times a body match: a query made of a title's words should find
+# that article first, as a person searching a help centre expects.
+TITLE_WEIGHT, BODY_WEIGHT = 5.0, 1.0
+SNIPPET_TOKENS = 16
+
+RESOURCE_TYPES = ("channel", "note", "knowledge_base", "record", "session")
+EVENT_PUBLISHED = "article.published"
+EVENT_UPDATED = "article.updated"
+EVENT_UNPUBLISHED = "article.unpublished"
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+class ToolError(Exception):
+    """A tool call that could not be carried out; ``code`` is stable, ``message`` says what to do."""
+
+    code = "error"
+
+    def __init__(self, message, **details):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self):
+        """The error as JSON-ready data."""
+        return {"code": self.code, "message": self.message, "details": dict(self.details)}
+
+
+class InvalidArgument(ToolError):
+    """An argument is missing, of the wrong type, or outside its limits."""
+
+    code = "invalid_argument"
+
+
+class NotFound(ToolError):
+    """No such published article or granted knowledge base."""
+
+    code = "not_found"
+
+
+class VersionConflict(ToolError):
+    """The article changed since the version the caller read."""
+
+    code = "version_conflict"
+
+
+class IdempotencyKeyReused(ToolError):
+    """The idempotency key was already used for a different request."""
+
+    code = "idempotency_key_reused"
+
+
+def _string(description, min_length=1, max_length=ID_MAX, **extra):
+    schema = {"type": "string", "minLength": min_length, "maxLength": max_length}
+    schema.update(extra)
+    schema["description"] = description
+    return schema
+
+
+_KB_ID = _string("ID of a granted knowledge base.")
+_ARTICLE_ID = _string("Article ID, as a search hit or citation gives it.")
+_UPDATED_AT = {"type": "string", "format": "date-time"}
+_CITATION = {
+    "type": "object",
+    "properties": {
+        "knowledge_base_id": {"type": "string"},
+        "article_id": {"type": "string"},
+        "updated_at": _UPDATED_AT,
+    },
+    "required": ["knowledge_base_id", "article_id", "updated_at"],
+    "additionalProperties": False,
+}
+_EVENT = {
+    "type": "object",
+    "properties": {
+        "sequence": {"type": "integer", "minimum": 1},
+        "type": {"type": "string", "enum": [EVENT_PUBLISHED, EVENT_UPDATED, EVENT_UNPUBLISHED]},
+        "article_id": {"type": "string"},
+        "updated_at": _UPDATED_AT,
+    },
+    "required": ["sequence", "type", "article_id", "updated_at"],
+    "additionalProperties": False,
+}
+
+
+def _object(properties, required=None):
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties) if required is None else required,
+        "additionalProperties": False,
+    }
+
+
+TOOLS = [
+    {
+        "name": "search_knowledge_base",
+        "description": (
+            "Search current published articles in one granted knowledge base. Results cite the "
+            "article ID and updated time; this is a live database read."
+        ),
+        "inputSchema": _object(
+            {
+                "knowledge_base_id": _KB_ID,
+                "query": _string("Words to look for.", QUERY_MIN, QUERY_MAX),
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "description": "Most hits to return (default %d)." % SEARCH_LIMIT_DEFAULT,
+                },
+            },
+            ["knowledge_base_id", "query"],
+        ),
+        "outputSchema": _object(
+            {
+                "knowledge_base_id": {"type": "string"},
+                "query": {"type": "string"},
+                "results": {
+                    "type": "array",
+                    "items": _object(
+                        {
+                            "article_id": {"type": "string"},
+                            "title": {"type": "string"},
+                            "snippet": {"type": "string"},
+                            "updated_at": _UPDATED_AT,
+                            "citation": _CITATION,
+                        }
+                    ),
+                },
+                "head_sequence": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "read_knowledge_article",
+        "description": (
+            "Read one current published article by ID from a granted knowledge base and return "
+            "a stable citation."
+        ),
+        "inputSchema": _object(
+            {"knowledge_base_id": _KB_ID, "article_id": _ARTICLE_ID},
+            ["knowledge_base_id", "article_id"],
+        ),
+        "outputSchema": _object(
+            {
+                "knowledge_base_id": {"type": "string"},
+                "article_id": {"type": "string"},
+                "title": {"type": "string"},
+                "content": {"type": "string"},
+                "updated_at": _UPDATED_AT,
+                "citation": _CITATION,
+                "head_sequence": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "edit_knowledge_article",
+        "description": (
+            "Replace article content and optionally its title. Supply the version from "
+            "read_knowledge_article; concurrent changes are rejected."
+        ),
+        "inputSchema": _object(
+            {
+                "knowledge_base_id": _KB_ID,
+                "article_id": _ARTICLE_ID,
+                "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The whole new content, at most 1 MiB of UTF-8.",
+                },
+                "title": _string("New title; omit to keep the current one.", 1, TITLE_MAX),
+                "expected_version": _string(
+                    "The updated_at of the citation you read; the edit is rejected if the "
+                    "article changed since.",
+                    1,
+                    VERSION_MAX,
+                    format="date-time",
+                ),
+                "idempotency_key": _string(
+                    "A fresh unique key per intended change; resending the same call with the "
+                    "same key returns the first result and writes nothing.",
+                    1,
+                    KEY_MAX,
+                ),
+            },
+            ["knowledge_base_id", "article_id", "content", "expected_version", "idempotency_key"],
+        ),
+        "outputSchema": _object(
+            {
+                "knowledge_base_id": {"type": "string"},
+                "article_id": {"type": "string"},
+                "title": {"type": "string"},
+                "updated_at": _UPDATED_AT,
+                "previous_version": _UPDATED_AT,
+                "citation": _CITATION,
+                "event": _EVENT,
+                "replayed": {"type": "boolean"},
+            }
+        ),
+        "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+    },
+    {
+        "name": "poll_resource_events",
+        "description": (
+            "Resume from an event sequence for one granted channel, Note, knowledge base, "
+            "record, or session."
+        ),
+        "inputSchema": _object(
+            {
+                "resource_type": {
+                    "type": "string",
+                    "enum": list(RESOURCE_TYPES),
+                    "description": "Kind of resource; this store keeps logs for knowledge_base.",
+                },
+                "resource_id": _string("ID of the resource, e.g. a knowledge base ID."),
+                "after_sequence": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Return events after this sequence (default 0: from the start).",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": EVENTS_LIMIT_MAX,
+                    "description": "Most events to return (default %d)." % EVENTS_LIMIT_DEFAULT,
+                },
+            },
+            ["resource_type", "resource_id"],
+        ),
+        "outputSchema": _object(
+            {
+                "resource_type": {"type": "string"},
+                "resource_id": {"type": "string"},
+                "events": {"type": "array", "items": _EVENT},
+                "next_after_sequence": {"type": "integer", "minimum": 0},
+                "has_more": {"type": "boolean"},
+                "head_sequence": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "annotations": {"readOnlyHint": True},
+    },
+]
+
+_SCHEMA_SQL = """
+CREATE TABLE knowledge_bases (
+    pk INTEGER PRIMARY KEY,
+    kb_id TEXT NOT NULL UNIQUE,
+    name TEXT,
+    head_sequence INTEGER NOT NULL DEFAULT 0,
+    articles_created INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE articles (
+    pk INTEGER PRIMARY KEY,
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    article_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    content TEXT NOT NULL,
+    published INTEGER NOT NULL,
+    version_us INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    source TEXT,
+    UNIQUE (kb_pk, article_id),
+    UNIQUE (kb_pk, source)
+);
+CREATE TABLE events (
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    sequence INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    article_id TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (kb_pk, sequence)
+) WITHOUT ROWID;
+CREATE TABLE idempotency (
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    PRIMARY KEY (kb_pk, key)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_age ON idempotency (created_us);
+"""
+
+# One full-text table per knowledge base, holding published articles only: bm25's document
+# statistics then come from what this knowledge base's agents may see, so neither a draft nor
+# another knowledge base can move a ranking. The table name is built from an integer key.
+_FTS_SQL = (
+    "CREATE VIRTUAL TABLE fts_{pk} USING fts5(title, content, content='articles', "
+    "content_rowid='pk', tokenize='unicode61 remove_diacritics 2')"
+)
+
+
+def format_version(us):
+    """RFC 3339 UTC text, microseconds and ``Z``, of microseconds since the epoch."""
+    dt = EPOCH + timedelta(microseconds=us)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (
+        dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, dt.microsecond
+    )
+
+
+def datetime_to_us(dt):
+    """Microseconds since the epoch of an aware datetime."""
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError("the clock must return an aware datetime, got naive %r" % (dt,))
+    return (dt - EPOCH) // timedelta(microseconds=1)
+
+
+def parse_version(text, argument="expected_version"):
+    """Microseconds since the epoch of an RFC 3339 date-time; ``None`` if finer than 1 us.
+
+    Any spelling of the same instant gives the same number (offsets, no fraction, ``z``).
+    An instant with nonzero digits past the microsecond can equal no version, hence ``None``.
+    """
+    m = _RFC3339.match(text)
+    if not m:
+        raise InvalidArgument(
+            "%s %r is not an RFC 3339 date-time; send the updated_at of a citation, "
+            "e.g. 2026-11-08T09:00:00.000000Z" % (argument, text),
+            argument=argument,
+        )
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    fraction, offset = m.group(7) or "", m.group(8)
+    try:
+        base = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+    except ValueError as exc:
+        raise InvalidArgument(
+            "%s %r is not a valid date-time (%s)" % (argument, text, exc), argument=argument
+        ) from None
+    if offset not in ("Z", "z"):
+        sign = 1 if offset[0] == "+" else -1
+        oh, om = int(offset[1:3]), int(offset[4:6])
+        if oh > 23 or om > 59:
+            raise InvalidArgument(
+                "%s %r has an invalid UTC offset" % (argument, text), argument=argument
+            )
+        base -= sign * timedelta(hours=oh, minutes=om)
+    if fraction[6:].strip("0"):
+        return None
+    return datetime_to_us(base) + int((fraction + "000000")[:6])
+
+
+def fts_query(text):
+    """An FTS5 query that matches any of the words of ``text``, each quoted as a literal.
+
+    Every piece between whitespace becomes a double-quoted string, so ``AND``, ``NEAR``,
+    ``*``, ``:`` or a stray quote are searched for as text and never parsed as syntax.
+    Returns ``None`` when nothing in ``text`` is searchable.
+    """
+    pieces = []
+    for piece in text.split():
+        if any(ch.isalnum() for ch in piece) or any(ord(ch) > 127 for ch in piece):
+            pieces.append('"%s"' % piece.replace('"', '""'))
+    return " OR ".join(pieces) or None
+
+
+def _check_text(value, argument):
+    """Refuse strings SQLite or UTF-8 cannot hold faithfully: NUL and lone surrogates."""
+    if "\x00" in value:
+        raise InvalidArgument("%s must not contain NUL characters" % argument, argument=argument)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(
+            "%s is not valid Unicode (it holds a lone surrogate)" % argument, argument=argument
+        ) from None
+
+
+def validate_arguments(schema, arguments):
+    """Check ``arguments`` against one of our input schemas; return them with defaults unset.
+
+    Covers exactly the JSON Schema keywords our tools use: type, required,
+    additionalProperties, minLength, maxLength, minimum, maximum, enum.
+    """
+    if not isinstance(arguments, dict):
+        raise InvalidArgument(
+            "arguments must be a JSON object, got %s" % type(arguments).__name__,
+            argument="arguments",
+        )
+    properties = schema["properties"]
+    for name in arguments:
+        if name not in properties:
+            raise InvalidArgument(
+                "unknown argument %r; this tool takes %s" % (name, ", ".join(properties)),
+                argument=name,
+            )
+    for name in schema["required"]:
+        if name not in arguments:
+            raise InvalidArgument("missing required argument %r" % name, argument=name)
+    clean = {}
+    for name, value in arguments.items():
+        rule = properties[name]
+        if rule["type"] == "string":
+            if not isinstance(value, str):
+                raise InvalidArgument(
+                    "%s must be a string, got %s" % (name, _json_type(value)), argument=name
+                )
+            _check_text(value, name)
+            if len(value) < rule.get("minLength", 0):
+                raise InvalidArgument(
+                    "%s must be at least %d characters, got %d"
+                    % (name, rule["minLength"], len(value)),
+                    argument=name,
+                )
+            if "maxLength" in rule and len(value) > rule["maxLength"]:
+                raise InvalidArgument(
+                    "%s must be at most %d characters, got %d"
+                    % (name, rule["maxLength"], len(value)),
+                    argument=name,
+                )
+            if "enum" in rule and value not in rule["enum"]:
+                raise InvalidArgument(
+                    "%s must be one of %s, got %r" % (name, ", ".join(rule["enum"]), value),
+                    argument=name,
+                )
+        elif rule["type"] == "integer":
+            # JSON Schema counts 3.0 as an integer; a bool is not a number.
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidArgument(
+                    "%s must be an integer, got %s" % (name, _json_type(value)), argument=name
+                )
+            if value < rule.get("minimum", value):
+                raise InvalidArgument(
+                    "%s must be at least %d, got %d" % (name, rule["minimum"], value),
+                    argument=name,
+                )
+            if value > rule.get("maximum", value):
+                raise InvalidArgument(
+                    "%s must be at most %d, got %d" % (name, rule["maximum"], value),
+                    argument=name,
+                )
+        clean[name] = value
+    return clean
+
+
+def _json_type(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _check_content(content, argument="content"):
+    size = len(content.encode("utf-8"))
+    if size > CONTENT_MAX_BYTES:
+        raise InvalidArgument(
+            "%s must be at most %d bytes of UTF-8 (1 MiB), got %d"
+            % (argument, CONTENT_MAX_BYTES, size),
+            argument=argument,
+        )
+
+
+def _check_title(title, argument="title"):
+    if not title.strip():
+        raise InvalidArgument("%s must not be blank" % argument, argument=argument)
+
+
+def _citation(kb_id, article_id, updated_at):
+    return {"knowledge_base_id": kb_id, "article_id": article_id, "updated_at": updated_at}
+
+
+def _fingerprint(kb_id, article_id, content, title, expected_us):
+    """SHA-256 of the request as the store understands it, so a respelled version still matches."""
+    canonical = json.dumps(
+        [kb_id, article_id, content, title, expected_us], ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _check_people_string(value, argument, max_length):
+    if not isinstance(value, str):
+        raise InvalidArgument("%s must be a string, got %s" % (argument, _json_type(value)),
+                              argument=argument)
+    _check_text(value, argument)
+    if not value:
+        raise InvalidArgument("%s must not be empty" % argument, argument=argument)
+    if max_length is not None and len(value) > max_length:
+        raise InvalidArgument("%s must be at most %d characters, got %d"
+                              % (argument, max_length, len(value)), argument=argument)
+
+
+def split_markdown(text, fallback_title):
+    """Title (first ``# `` heading, else ``fallback_title``) and the rest of a Markdown text."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("# ") and line[2:].strip():
+            body = "\n".join(lines[:i] + lines[i + 1:]).strip("\n")
+            return line[2:].strip(), body or line[2:].strip()
+    return fallback_title, text.strip("\n") or fallback_title
+
+def _system_clock():
+    return datetime.now(timezone.utc)
+
+
+class KBStore:
+    """Knowledge bases, their articles, their event logs and the four agent tools, in SQLite."""
+
+    def __init__(self, path=":memory:", *, clock=None):
+        self.path = path
+        self._clock = clock or _system_clock
+        self._conn = sqlite3.connect(
+            path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+        )
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        if path != ":memory:" and not str(path).startswith("file::memory:"):
+            # WAL lets readers run beside the one writer; NORMAL sync is crash-safe in WAL mode
+            # (a killed process loses nothing committed; only power loss may drop the last commits).
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._handlers = {
+            "search_knowledge_base": self._search,
+            "read_knowledge_article": self._read,
+            "edit_knowledge_article": self._edit,
+            "poll_resource_events": self._poll,
+        }
+        self._schemas = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
+        self._init_schema()
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def close(self):
+        """Close the database connection."""
+        self._conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self, mode="IMMEDIATE"):
+        """One transaction: ``BEGIN IMMEDIATE`` (or ``DEFERRED`` for a consistent read)."""
+        self._conn.execute("BEGIN " + mode)
+        try:
+            yield self._conn
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+        else:
+            self._conn.execute("COMMIT")
+
+    def _init_schema(self):
+        with self.transaction() as conn:
+            found = conn.execute("PRAGMA user_version").fetchone()[0]
+            if found == SCHEMA_VERSION:
+                return
+            has_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if found != 0 or has_tables:
+                raise ValueError(
+                    "%s is not a knowledge-base store of schema %d (user_version %d)"
+                    % (self.path, SCHEMA_VERSION, found)
+                )
+            for statement in _SCHEMA_SQL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
+
+    def _now_us(self):
+        return datetime_to_us(self._clock())
+
+    def _next_version(self, previous_us):
+        """Strictly greater than ``previous_us`` even when the clock stands still or steps back."""
+        now = self._now_us()
+        if previous_us is not None:
+            now = max(now, previous_us + VERSION_STEP_US)
+        return now
+
+    # -- lookups ------------------------------------------------------------------------------
+
+    def _kb(self, kb_id, granted=None):
+        """The knowledge base row, or the one ``not_found`` that hides ungranted from missing."""
+        row = None
+        if granted is None or kb_id in granted:
+            row = self._conn.execute(
+                "SELECT pk, kb_id, head_sequence FROM knowledge_bases WHERE kb_id = ?", (kb_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(
+                "knowledge base %r was not found or is not granted to this client; "
+                "use the ID of a granted knowledge base" % (kb_id,),
+                knowledge_base_id=kb_id,
+            )
+        return row
+
+    def _article(self, kb, article_id, published_only):
+        row = self._conn.execute(
+            "SELECT pk, article_id, title, content, published, version_us, updated_at, source "
+            "FROM articles WHERE kb_pk = ? AND article_id = ?",
+            (kb["pk"], article_id),
+        ).fetchone()
+        if row is None or (published_only and not row["published"]):
+            raise NotFound(
+                "article %r is not a published article of knowledge base %r; it may have been "
+                "unpublished: search again for the current article"
+                % (article_id, kb["kb_id"]),
+                knowledge_base_id=kb["kb_id"],
+                article_id=article_id,
+            )
+        return row
+
+    def knowledge_base_exists(self, kb_id):
+        """Whether a knowledge base with this ID exists."""
+        row = self._conn.execute(
+            "SELECT 1 FROM knowledge_bases WHERE kb_id = ?", (kb_id,)
+        ).fetchone()
+        return row is not None
+
+    def list_articles(self, kb_id):
+        """Every article of a knowledge base, drafts included, as dicts (no content)."""
+        with self.transaction("DEFERRED"):
+            kb = self._kb(kb_id)
+            rows = self._conn.execute(
+                "SELECT article_id, title, published, updated_at, length(content) AS chars, "
+                "source FROM articles WHERE kb_pk = ? ORDER BY pk",
+                (kb["pk"],),
+            ).fetchall()
+        return [dict(row) for row in rows]
+
+    def get_article(self, kb_id, article_id):
+        """One article as the editor sees it, draft or not (the people's side)."""
+        with self.transaction("DEFERRED"):
+            row = self._article(self._kb(kb_id), article_id, published_only=False)
+        return dict(row)
+
+    def head_sequence(self, kb_id):
+        """The sequence of the newest event of a knowledge base (0 before any event)."""
+        return self._kb(kb_id)["head_sequence"]
+
+    # -- writes shared by both sides ------------------------------------------------------------
+
+    def _event(self, kb, type_, article_id, updated_at):
+        """Append one event in the caller's transaction; returns it."""
+        sequence = self._bump(kb["pk"], "head_sequence")
+        self._conn.execute(
+            "INSERT INTO events (kb_pk, sequence, type, article_id, updated_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (kb["pk"], sequence, type_, article_id, updated_at),
+        )
+        return {"sequence": sequence, "type": type_, "article_id": article_id,
+                "updated_at": updated_at}
+
+    def _bump(self, kb_pk, counter):
+        """Add one to a knowledge base's counter in the caller's transaction; returns it."""
+        # Two statements, not UPDATE ... RETURNING, which SQLite before 3.35 lacks.
+        self._conn.execute(
+            "UPDATE knowledge_bases SET {0} = {0} + 1 WHERE pk = ?".format(counter), (kb_pk,)
+        )
+        return self._conn.execute(
+            "SELECT {0} FROM knowledge_bases WHERE pk = ?".format(counter), (kb_pk,)
+        ).fetchone()[0]
+
+    def _fts_add(self, kb_pk, pk, title, content):
+        self._conn.execute(
+            "INSERT INTO fts_%d (rowid, title, content) VALUES (?, ?, ?)" % kb_pk,
+            (pk, title, content),
+        )
+
+    def _fts_remove(self, kb_pk, pk, title, content):
+        # An external-content index is told the old text to forget; it must be exactly the
+        # text it indexed, which the caller reads inside the same transaction.
+        self._conn.execute(
+            "INSERT INTO fts_%d (fts_%d, rowid, title, content) VALUES ('delete', ?, ?, ?)"
+            % (kb_pk, kb_pk),
+            (pk, title, content),
+        )
+
+    def _write(self, kb, row, *, content, title, published):
+        """Save new text and visibility for one article; index, version and event follow."""
+        version_us = self._next_version(row["version_us"])
+        updated_at = format_version(version_us)
+        self._conn.execute(
+            "UPDATE articles SET title = ?, content = ?, published = ?, version_us = ?, "
+            "updated_at = ? WHERE pk = ?",
+            (title, content, int(published), version_us, updated_at, row["pk"]),
+        )
+        if row["published"]:
+            self._fts_remove(kb["pk"], row["pk"], row["title"], row["content"])
+        if published:
+            self._fts_add(kb["pk"], row["pk"], title, content)
+        event = None
+        if published and row["published"]:
+            event = self._event(kb, EVENT_UPDATED, row["article_id"], updated_at)
+        elif published:
+            event = self._event(kb, EVENT_PUBLISHED, row["article_id"], updated_at)
+        elif row["published"]:
+            event = self._event(kb, EVENT_UNPUBLISHED, row["article_id"], updated_at)
+        return updated_at, event
+
+    # -- people's side --------------------------------------------------------------------------
+
+    def create_knowledge_base(self, kb_id, name=None):
+        """Create an empty knowledge base."""
+        _check_people_string(kb_id, "kb_id", ID_MAX)
+        if name is not None:
+            _check_people_string(name, "name", TITLE_MAX)
+        with self.transaction() as conn:
+            if self.knowledge_base_exists(kb_id):
+                raise InvalidArgument(
+                    "knowledge base %r already exists" % (kb_id,), argument="kb_id"
+                )
+            pk = conn.execute(
+                "INSERT INTO knowledge_bases (kb_id, name) VALUES (?, ?)", (kb_id, name)
+            ).lastrowid
+            conn.execute(_FTS_SQL.format(pk=pk))
+
+    def create_article(self, kb_id, title, content, *, published=True, source=None):
+        """Add an article (published, or a draft); returns its new article ID."""
+        _check_people_string(title, "title", TITLE_MAX)
+        _check_title(title)
+        _check_people_string(content, "content", None)
+        _check_content(content)
+        with self.transaction() as conn:
+            kb = self._kb(kb_id)
+            number = self._bump(kb["pk"], "articles_created")
+            article_id = "art-%06d" % number
+            version_us = self._next_version(None)
+            updated_at = format_version(version_us)
+            pk = conn.execute(
+                "INSERT INTO articles (kb_pk, article_id, title, content, published, version_us, "
+                "updated_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (kb["pk"], article_id, title, content, int(published), version_us, updated_at,
+                 source),
+            ).lastrowid
+            if published:
+                self._fts_add(kb["pk"], pk, title, content)
+                self._event(kb, EVENT_PUBLISHED, article_id, updated_at)
+        return article_id
+
+    def save_article(self, kb_id, article_id, *, content=None, title=None):
+        """A person's save (last writer wins); returns the new ``updated_at``.
+
+        Saving a draft keeps it a draft and writes no event; saving a published article
+        writes ``article.updated``.
+        """
+        if content is None and title is None:
+            raise InvalidArgument("nothing to save: give content, title or both",
+                                  argument="content")
+        if content is not None:
+            _check_people_string(content, "content", None)
+            _check_content(content)
+        if title is not None:
+            _check_people_string(title, "title", TITLE_MAX)
+            _check_title(title)
+        with self.transaction():
+            kb = self._kb(kb_id)
+            row = self._article(kb, article_id, published_only=False)
+            updated_at, _ = self._write(
+                kb,
+                row,
+                content=row["content"] if content is None else content,
+                title=row["title"] if title is None else title,
+                published=bool(row["published"]),
+            )
+        return updated_at
+
+    def publish(self, kb_id, article_id):
+        """Make an article visible to agents; returns its ``updated_at`` (unchanged if it was)."""
+        return self._set_published(kb_id, article_id, True)
+
+    def unpublish(self, kb_id, article_id):
+        """Hide an article from agents; returns its ``updated_at`` (unchanged if it was hidden)."""
+        return self._set_published(kb_id, article_id, False)
+
+    def _set_published(self, kb_id, article_id, published):
+        with self.transaction():
+            kb = self._kb(kb_id)
+            row = self._article(kb, article_id, published_only=False)
+            if bool(row["published"]) == published:
+                return row["updated_at"]
+            updated_at, _ = self._write(
+                kb, row, content=row["content"], title=row["title"], published=published
+            )
+        return updated_at
+
+    def import_directory(self, kb_id, directory):
+        """Import every ``*.md`` file below ``directory`` as an article; returns counts.
+
+        The title is the first ``# `` heading (else the file name); the rest is the content.
+        A file imported before is matched by its relative path and saved only if it changed.
+        """
+        counts = {"created": 0, "updated": 0, "unchanged": 0}
+        self._kb(kb_id)
+        paths = []
+        for root, dirs, files in os.walk(directory):
+            dirs.sort()
+            paths.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".md"))
+        for path in paths:
+            source = os.path.relpath(path, directory).replace(os.sep, "/")
+            with open(path, encoding="utf-8") as fh:
+                title, content = split_markdown(fh.read(), os.path.splitext(
+                    os.path.basename(path))[0])
+            existing = self._conn.execute(
+                "SELECT a.article_id, a.title, a.content FROM articles a JOIN knowledge_bases k "
+                "ON k.pk = a.kb_pk WHERE k.kb_id = ? AND a.source = ?",
+                (kb_id, source),
+            ).fetchone()
+            if existing is None:
+                self.create_article(kb_id, title, content, source=source)
+                counts["created"] += 1
+            elif (existing["title"], existing["content"]) != (title, content):
+                self.save_article(kb_id, existing["article_id"], content=content, title=title)
+                counts["updated"] += 1
+            else:
+                counts["unchanged"] += 1
+        return counts
+
+    # -- agent's side ---------------------------------------------------------------------------
+
+    def call_tool(self, name, arguments, *, granted):
+        """Validate ``arguments`` against tool ``name``'s schema and run it; returns the result."""
+        handler = self._handlers.get(name)
+        if handler is None:
+            raise InvalidArgument(
+                "unknown tool %r; tools: %s" % (name, ", ".join(self._handlers)), argument="name"
+            )
+        if isinstance(granted, str):
+            raise TypeError("granted must be a collection of knowledge-base IDs, not a string")
+        args = validate_arguments(self._schemas[name], arguments)
+        return handler(args, frozenset(granted))
+
+    def _search(self, args, granted):
+        query = fts_query(args["query"])
+        limit = args.get("limit", SEARCH_LIMIT_DEFAULT)
+        with self.transaction("DEFERRED") as conn:
+            kb = self._kb(args["knowledge_base_id"], granted)
+            rows = []
+            if query is not None:
+                rows = conn.execute(
+                    "SELECT a.article_id, a.title, a.updated_at, "
+                    "snippet(fts_{pk}, 1, '**', '**', '…', {n}) AS snippet, "
+                    "bm25(fts_{pk}, {tw}, {bw}) AS score "
+                    "FROM fts_{pk} JOIN articles a ON a.pk = fts_{pk}.rowid "
+                    "WHERE fts_{pk} MATCH ? ORDER BY score, a.article_id LIMIT ?".format(
+                        pk=kb["pk"], n=SNIPPET_TOKENS, tw=TITLE_WEIGHT, bw=BODY_WEIGHT
+                    ),
+                    (query, limit),
+                ).fetchall()
+        kb_id = kb["kb_id"]
+        return {
+            "knowledge_base_id": kb_id,
+            "query": args["query"],
+            "results": [
+                {
+                    "article_id": row["article_id"],
+                    "title": row["title"],
+                    "snippet": row["snippet"],
+                    "updated_at": row["updated_at"],
+                    "citation": _citation(kb_id, row["article_id"], row["updated_at"]),
+                }
+                for row in rows
+            ],
+            "head_sequence": kb["head_sequence"],
+        }
+
+    def _read(self, args, granted):
+        with self.transaction("DEFERRED"):
+            kb = self._kb(args["knowledge_base_id"], granted)
+            row = self._article(kb, args["article_id"], published_only=True)
+        kb_id = kb["kb_id"]
+        return {
+            "knowledge_base_id": kb_id,
+            "article_id": row["article_id"],
+            "title": row["title"],
+            "content": row["content"],
+            "updated_at": row["updated_at"],
+            "citation": _citation(kb_id, row["article_id"], row["updated_at"]),
+            "head_sequence": kb["head_sequence"],
+        }
+
+    def _edit_checks(self, args, granted):
+        """Everything an edit decides before writing: replay, key reuse, article, version.
+
+        Runs inside the caller's transaction. Returns ``(kb, row, fingerprint, stored)``
+        where ``stored`` is the first result of an exact replay, else ``None``.
+        """
+        _check_content(args["content"])
+        if "title" in args:
+            _check_title(args["title"])
+        expected_us = parse_version(args["expected_version"])
+        kb = self._kb(args["knowledge_base_id"], granted)
+        fingerprint = _fingerprint(
+            kb["kb_id"], args["article_id"], args["content"], args.get("title"), expected_us
+        )
+        horizon = self._now_us() - IDEMPOTENCY_TTL // timedelta(microseconds=1)
+        stored = self._conn.execute(
+            "SELECT fingerprint, result FROM idempotency WHERE kb_pk = ? AND key = ? "
+            "AND created_us >= ?",
+            (kb["pk"], args["idempotency_key"], horizon),
+        ).fetchone()
+        if stored is not None:
+            if stored["fingerprint"] != fingerprint:
+                raise IdempotencyKeyReused(
+                    "idempotency_key %r was already used in knowledge base %r for a different "
+                    "edit; use a new key for a new change" % (args["idempotency_key"],
+                                                              kb["kb_id"]),
+                    argument="idempotency_key",
+                    idempotency_key=args["idempotency_key"],
+                )
+            result = json.loads(stored["result"])
+            result["replayed"] = True
+            return kb, None, fingerprint, result
+        row = self._article(kb, args["article_id"], published_only=True)
+        if expected_us != row["version_us"]:
+            raise VersionConflict(
+                "article %r in knowledge base %r has changed: the current version is %s, not "
+                "%s. Re-read it with read_knowledge_article, re-apply your change to the "
+                "current content, and retry with expected_version %s and a new idempotency_key."
+                % (row["article_id"], kb["kb_id"], row["updated_at"], args["expected_version"],
+                   row["updated_at"]),
+                knowledge_base_id=kb["kb_id"],
+                article_id=row["article_id"],
+                expected_version=args["expected_version"],
+                current_version=row["updated_at"],
+            )
+        return kb, row, fingerprint, None
+
+    def _edit(self, args, granted):
+        with self.transaction() as conn:
+            kb, row, fingerprint, stored = self._edit_checks(args, granted)
+            if stored is not None:
+                return stored
+            title = args.get("title", row["title"])
+            updated_at, event = self._write(
+                kb, row, content=args["content"], title=title, published=True
+            )
+            kb_id = kb["kb_id"]
+            result = {
+                "knowledge_base_id": kb_id,
+                "article_id": row["article_id"],
+                "title": title,
+                "updated_at": updated_at,
+                "previous_version": row["updated_at"],
+                "citation": _citation(kb_id, row["article_id"], updated_at),
+                "event": event,
+                "replayed": False,
+            }
+            now_us = self._now_us()
+            conn.execute(
+                "DELETE FROM idempotency WHERE created_us < ?",
+                (now_us - IDEMPOTENCY_TTL // timedelta(microseconds=1),),
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO idempotency (kb_pk, key, fingerprint, result, created_us) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (kb["pk"], args["idempotency_key"], fingerprint,
+                 json.dumps(result, ensure_ascii=False), now_us),
+            )
+        return result
+
+    def preview_edit(self, arguments, *, granted):
+        """What an edit would do now, for an approval prompt; raises what the edit would raise."""
+        args = validate_arguments(self._schemas["edit_knowledge_article"], arguments)
+        with self.transaction("DEFERRED"):
+            kb, row, _, stored = self._edit_checks(args, frozenset(granted))
+        if stored is not None:
+            return {"replay": True, "result": stored}
+        return {
+            "replay": False,
+            "knowledge_base_id": kb["kb_id"],
+            "article_id": row["article_id"],
+            "title": row["title"],
+            "new_title": args.get("title"),
+            "current_version": row["updated_at"],
+            "current_bytes": len(row["content"].encode("utf-8")),
+            "new_bytes": len(args["content"].encode("utf-8")),
+        }
+
+    def _poll(self, args, granted):
+        resource_type = args["resource_type"]
+        if resource_type != "knowledge_base":
+            raise InvalidArgument(
+                "resource_type %r has no event log in this store; it keeps events for "
+                "knowledge_base only" % resource_type,
+                argument="resource_type",
+            )
+        after = args.get("after_sequence", 0)
+        limit = args.get("limit", EVENTS_LIMIT_MAX)
+        with self.transaction("DEFERRED") as conn:
+            kb = self._kb(args["resource_id"], granted)
+            head = kb["head_sequence"]
+            if after > head:
+                raise InvalidArgument(
+                    "after_sequence %d is beyond the head of knowledge base %r, which is %d; "
+                    "resume from %d or less" % (after, kb["kb_id"], head, head),
+                    argument="after_sequence",
+                    head_sequence=head,
+                )
+            rows = conn.execute(
+                "SELECT sequence, type, article_id, updated_at FROM events "
+                "WHERE kb_pk = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+                (kb["pk"], after, limit),
+            ).fetchall()
+        events = [dict(row) for row in rows]
+        cursor = events[-1]["sequence"] if events else after
+        return {
+            "resource_type": resource_type,
+            "resource_id": kb["kb_id"],
+            "events": events,
+            "next_after_sequence": cursor,
+            "has_more": cursor < head,
+            "head_sequence": head,
+        }
+
+    # -- audit --------------------------------------------------------------------------------
+
+    def audit(self):
+        """Problems found in the stored data (an empty list when all is consistent)."""
+        problems = []
+        conn = self._conn
+        with self.transaction("DEFERRED"):
+            check = conn.execute("PRAGMA integrity_check").fetchone()[0]
+            if check != "ok":
+                problems.append("integrity_check: %s" % check)
+            for kb in conn.execute("SELECT pk, kb_id, head_sequence FROM knowledge_bases"):
+                seqs = [r[0] for r in conn.execute(
+                    "SELECT sequence FROM events WHERE kb_pk = ? ORDER BY sequence", (kb["pk"],))]
+                if seqs != list(range(1, kb["head_sequence"] + 1)):
+                    problems.append("knowledge base %r: event sequences are not 1..%d"
+                                    % (kb["kb_id"], kb["head_sequence"]))
+                last = {r["article_id"]: r for r in conn.execute(
+                    "SELECT article_id, type, updated_at FROM events WHERE kb_pk = ? "
+                    "ORDER BY sequence", (kb["pk"],))}
+                for art in conn.execute(
+                    "SELECT article_id, published, updated_at FROM articles WHERE kb_pk = ?",
+                    (kb["pk"],),
+                ):
+                    ev = last.get(art["article_id"])
+                    if art["published"] and (ev is None or ev["updated_at"] != art["updated_at"]
+                                             or ev["type"] == EVENT_UNPUBLISHED):
+                        problems.append("article %r of %r: updated_at %s but last event %s"
+                                        % (art["article_id"], kb["kb_id"], art["updated_at"],
+                                           dict(ev) if ev else None))
+                    if not art["published"] and ev is not None and ev["type"] != \
+                            EVENT_UNPUBLISHED:
+                        problems.append("draft %r of %r: last event is %s"
+                                        % (art["article_id"], kb["kb_id"], ev["type"]))
+                count = conn.execute(
+                    "SELECT count(*) FROM fts_%d" % kb["pk"]).fetchone()[0]
+                published = conn.execute(
+                    "SELECT count(*) FROM articles WHERE kb_pk = ? AND published",
+                    (kb["pk"],)).fetchone()[0]
+                if count != published:
+                    problems.append("knowledge base %r: %d indexed, %d published"
+                                    % (kb["kb_id"], count, published))
+        return problems
+
+
+
+def _read_text(args):
+    """The --content or --file text of an admin command, or ``None`` if neither was given."""
+    if args.file is not None:
+        with open(args.file, encoding="utf-8") as fh:
+            return fh.read()
+    return args.content
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="kb_store.py", description="Administer a knowledge-base store (the people's side)."
+    )
+    parser.add_argument("--db", required=True, metavar="PATH", help="SQLite database file")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", help="create the database (if new) and a knowledge base")
+    p.add_argument("kb")
+    p.add_argument("--name")
+
+    for name, helptext in (("add", "add an article"), ("save", "save an article")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("kb")
+        if name == "save":
+            p.add_argument("article")
+        p.add_argument("--title", required=(name == "add"))
+        text = p.add_mutually_exclusive_group(required=(name == "add"))
+        text.add_argument("--file", metavar="F", help="read the content from a UTF-8 file")
+        text.add_argument("--content", metavar="C")
+        if name == "add":
+            p.add_argument("--draft", action="store_true", help="add it unpublished")
+
+    for name in ("publish", "unpublish"):
+        p = sub.add_parser(name, help="%s an article" % name)
+        p.add_argument("kb")
+        p.add_argument("article")
+
+    p = sub.add_parser("list", help="list the articles of a knowledge base, drafts included")
+    p.add_argument("kb")
+
+    p = sub.add_parser("events", help="print a knowledge base's event log")
+    p.add_argument("kb")
+    p.add_argument("--after", type=int, default=0, metavar="N",
+                   help="only events after sequence N")
+
+    p = sub.add_parser("import", help="import a folder of Markdown files")
+    p.add_argument("kb")
+    p.add_argument("directory")
+    return parser
+
+
+def _run(args, out):
+    """Carry out one admin command, writing its output lines to ``out``."""
+    if args.command != "init" and not os.path.exists(args.db):
+        raise InvalidArgument("no database at %s; create it with: init KB" % args.db,
+                              argument="--db")
+    with KBStore(args.db) as store:
+        if args.command == "init":
+            store.create_knowledge_base(args.kb, args.name)
+            print("created knowledge base %s" % args.kb, file=out)
+        elif args.command == "add":
+            article_id = store.create_article(
+                args.kb, args.title, _read_text(args), published=not args.draft
+            )
+            print(article_id, file=out)
+        elif args.command == "save":
+            print(store.save_article(args.kb, args.article, content=_read_text(args),
+                                     title=args.title), file=out)
+        elif args.command in ("publish", "unpublish"):
+            print(getattr(store, args.command)(args.kb, args.article), file=out)
+        elif args.command == "list":
+            for art in store.list_articles(args.kb):
+                print("%s\t%s\t%s\t%s" % (art["article_id"],
+                                          "published" if art["published"] else "draft",
+                                          art["updated_at"], art["title"]), file=out)
+        elif args.command == "events":
+            granted = {args.kb}
+            after, more = args.after, True
+            while more:
+                page = store.call_tool("poll_resource_events", {
+                    "resource_type": "knowledge_base", "resource_id": args.kb,
+                    "after_sequence": after}, granted=granted)
+                for ev in page["events"]:
+                    print("%d\t%s\t%s\t%s" % (ev["sequence"], ev["type"], ev["article_id"],
+                                              ev["updated_at"]), file=out)
+                after, more = page["next_after_sequence"], page["has_more"]
+        elif args.command == "import":
+            if not os.path.isdir(args.directory):
+                raise InvalidArgument("%s is not a directory" % args.directory,
+                                      argument="directory")
+            counts = store.import_directory(args.kb, args.directory)
+            print("created %(created)d, updated %(updated)d, unchanged %(unchanged)d" % counts,
+                  file=out)
+
+
+def main(argv=None):
+    """The admin command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        _run(args, sys.stdout)
+    except ToolError as exc:
+        print("kb_store.py: error: %s" % exc.message, file=sys.stderr)
+        return 1
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        print("kb_store.py: error: %s" % exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
