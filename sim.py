@@ -1,0 +1,1133 @@
+"""A simulated support day that reproduces, and checks, the article's measurements.
+
+For each seed: 400 articles, 120 questions and 300 people's saves over 8 hours, popularity
+Zipf (s = 0.9) over one ranking for both questions and saves. A scripted agent answers each
+question through the four tools (search, read the top two hits, keep both citations) and, every
+hour, checks all citations given so far three ways: by title only, by re-reading every cited
+article, and by polling the event log and re-reading only what changed. The database itself is
+the ground truth; re-read and poll must agree with it exactly at every check, or the run fails.
+A control day spreads the same saves uniformly; an edit experiment sends each answer's first
+citation back as ``expected_version`` after a delay, and replays every successful edit.
+
+    python sim.py --seeds 1-5             # the article's run: tables on stdout
+    python sim.py --seeds 1-5 --json out.json --per-seed
+
+All randomness comes from one ``random.Random(seed)`` per seed, drawn only through
+``.random()``, so the same arguments give the same counts on every Python from 3.9 on.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import kb_store
+
+# The day the live tool list was fetched; the article's simulated support day starts then.
+DAY_START = datetime(2026, 11, 8, 9, 0, 0, tzinfo=timezone.utc)
+HOUR_US = 3600 * 1000000
+KB_ID = "support"
+
+# The article's mix of people's saves: content only, content and title, unpublish.
+SAVE_MIX = (("content", 0.85), ("content_title", 0.10), ("unpublish", 0.05))
+
+# 10 s, 10 min, 1 h, 4 h: from "a few seconds old" to "hours old"; answer i gets delay i mod 4.
+DEFAULT_DELAYS = (10, 600, 3600, 14400)
+
+# The agent cites the top two hits of each search, as the article's scripted agent does, and
+# asks search for a few more than it needs, as it does when it looks a title up again.
+CITATIONS_PER_ANSWER = 2
+SEARCH_LIMIT = 5
+
+# Upper bounds on the command line, so a typo cannot ask for a day that never ends.
+MAX_ARTICLES, MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 1000000, 24 * 7
+
+# The figures the article reports (five seeds summed), for the side-by-side table.
+ARTICLE = {
+    "top10_share": 0.367,
+    "stale_zipf": (369, 1200),
+    "answers_stale_zipf": "four out of five",
+    "stale_uniform": (167, 1200),
+    "answers_stale_uniform": (280, 600),
+    "title_only_found": (152, 369),
+    "checks": 40,
+    "edits_gone": (19, 600),
+    "replays": (409, 409),
+    "run_seconds": 25.7,
+}
+
+# A support team's vocabulary: titles are action + subject + audience (+ surface when the
+# three alone run out), bodies are sentences about the subject, so real search ranks them.
+ACTIONS = (
+    "Reset", "Configure", "Troubleshoot", "Export", "Import", "Set up", "Cancel", "Upgrade",
+    "Migrate", "Enable", "Disable", "Rotate", "Recover", "Merge", "Share", "Archive", "Audit",
+    "Schedule", "Verify", "Update", "Delete", "Restore", "Sync", "Transfer",
+)
+SUBJECTS = (
+    "passwords", "two-factor codes", "invoices", "API keys", "webhooks", "SSO login",
+    "user roles", "audit logs", "data exports", "billing plans", "team workspaces",
+    "mobile notifications", "calendar sync", "CSV imports", "email templates", "refunds",
+    "payment methods", "custom domains", "access tokens", "shared folders", "guest accounts",
+    "support tickets", "chat widgets", "knowledge articles", "usage reports", "tax settings",
+    "seat licenses", "IP allowlists", "retention policies", "backup snapshots",
+    "integration apps", "SAML certificates", "recovery codes", "time zones",
+    "language settings", "storage quotas", "project archives", "approval workflows",
+    "contact lists", "sandbox environments", "rate limits", "push tokens", "login alerts",
+    "device sessions", "purchase orders", "credit notes", "usage alerts", "report schedules",
+    "field mappings", "status pages",
+)
+AUDIENCES = (
+    "for admins", "for new users", "for guest users", "on iOS", "on Android", "on Windows",
+    "on macOS", "in the EU region", "after a plan change", "with Okta", "with Google Workspace",
+    "with Microsoft Entra", "for contractors", "for enterprise teams", "on the free plan",
+    "during a trial", "after an outage", "for resellers", "in the browser", "from the CLI",
+    "for billing owners", "in shared inboxes", "for suspended accounts", "in bulk",
+    "for partner workspaces", "before renewal", "across regions", "with SCIM",
+    "for read-only members", "behind a proxy",
+)
+SURFACES = (
+    "in Settings", "in the Admin console", "in the mobile app", "in the desktop app",
+    "through the API", "in Billing", "in the Security tab", "in Reports",
+)
+# Body sentences: the opener names the article's action and subject; the rest is generic
+# support prose kept clear of title words, so a title's words find their own articles.
+OPENERS = (
+    "Most customers ask how to {a} {s} when", "Our agents hear about {s} mostly when",
+    "To {a} {s} safely, check that", "You can {a} {s} whenever", "If {s} fail,",
+    "A common mistake with {s} is forgetting that", "People who {a} {s} should know that",
+    "The fastest way to {a} {s} is when",
+)
+MIDDLES = (
+    "the owner has confirmed the request in writing",
+    "the nightly job has finished",
+    "the cache still holds an older copy",
+    "the subscription covers the feature for everyone in it",
+    "several people edit the same record at once",
+    "the edit appears in the history within a minute",
+    "a reviewer approves the request first",
+    "the contract names the country where records are kept",
+    "the identity provider sends the right group claims",
+    "the job runs overnight",
+    "the credential has not expired or been revoked",
+    "the charge is still open and not yet settled",
+    "phones receive the fresh value at next sign-in",
+    "messages are delayed while the queue drains",
+)
+CLOSERS = (
+    "Write to us with the request ID if it still fails.",
+    "It takes effect immediately for everyone.",
+    "Keep a copy of the old value until you have tested its replacement.",
+    "Everything is recorded, so you can undo it within thirty days.",
+    "Look at the service health first if several customers mention it at once.",
+    "Ask the owner if the option is greyed out.",
+    "Large organisations may need a few minutes until it shows.",
+    "The related guides below give the steps elsewhere.",
+)
+
+
+class SimulationMismatch(AssertionError):
+    """A check strategy disagreed with the ground truth: the article's claim would be false."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The knobs of one simulated day."""
+
+    articles: int = 400
+    questions: int = 120
+    saves: int = 300
+    hours: int = 8
+    zipf: float = 0.9
+    delays: tuple = DEFAULT_DELAYS
+
+
+@dataclass
+class Save:
+    """One person's save: when, what kind, which article under Zipf and under uniform."""
+
+    t_us: int
+    kind: str
+    zipf_article: int
+    uniform_article: int
+    text_u: tuple
+
+
+@dataclass
+class Question:
+    """One customer question: when, and which article it is really about."""
+
+    t_us: int
+    target: int
+
+
+@dataclass
+class Plan:
+    """Everything random about one seed's day, drawn once so every run of it is the same day."""
+
+    seed: int
+    titles: list
+    bodies: list
+    subjects: list
+    ranking: list
+    questions: list
+    saves: list
+    retitle_u: list = field(default_factory=list)
+
+
+@dataclass
+class Citation:
+    """A citation the agent handed out, with the title it saw (for the title-only check)."""
+
+    answer: int
+    article_id: str
+    updated_at: str
+    title: str
+
+    @property
+    def key(self):
+        """The distinct citation: ``(knowledge_base_id, article_id, updated_at)``."""
+        return (KB_ID, self.article_id, self.updated_at)
+
+
+class SimClock:
+    """The simulated clock handed to the store: the current step's time, set by the runner."""
+
+    def __init__(self):
+        self.t_us = 0
+
+    def __call__(self):
+        return DAY_START + timedelta(microseconds=self.t_us)
+
+
+# -- drawing the day ---------------------------------------------------------------------------
+
+
+def pick(seq, u):
+    """The element of ``seq`` that a uniform ``u`` in [0, 1) selects."""
+    return seq[min(int(u * len(seq)), len(seq) - 1)]
+
+
+def shuffled(rng, items):
+    """A Fisher-Yates shuffle drawing only ``rng.random()`` (stable across Python versions)."""
+    items = list(items)
+    for i in range(len(items) - 1, 0, -1):
+        j = min(int(rng.random() * (i + 1)), i)
+        items[i], items[j] = items[j], items[i]
+    return items
+
+
+def zipf_cumulative(n, s):
+    """Cumulative Zipf weights ``1/r**s`` for ranks 1..n, normalised to end at 1."""
+    total, cumulative = 0.0, []
+    for rank in range(1, n + 1):
+        total += 1.0 / rank ** s
+        cumulative.append(total)
+    return [c / total for c in cumulative]
+
+
+def draw_rank(cumulative, u):
+    """The 0-based rank that ``u`` falls in (binary search over the cumulative weights)."""
+    lo, hi = 0, len(cumulative) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if u < cumulative[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def top_share(cumulative, k):
+    """The probability mass of the top ``k`` ranks."""
+    return cumulative[min(k, len(cumulative)) - 1]
+
+
+def make_sentence(subject, action, u):
+    """One body sentence about ``subject`` from three uniforms."""
+    opener = pick(OPENERS, u[0]).format(s=subject, a=action.lower())
+    return "%s %s. %s" % (opener, pick(MIDDLES, u[1]), pick(CLOSERS, u[2]))
+
+
+def make_paragraph(subject, action, u):
+    """A paragraph of two sentences about ``subject`` from six uniforms."""
+    return "%s %s" % (make_sentence(subject, action, u[0:3]), make_sentence(subject, action, u[3:6]))
+
+
+def make_titles(rng, n):
+    """``n`` distinct titles with their subjects, drawn from the vocabulary."""
+    seen, titles, subjects = set(), [], []
+    while len(titles) < n:
+        action, subject, audience = (pick(ACTIONS, rng.random()), pick(SUBJECTS, rng.random()),
+                                     pick(AUDIENCES, rng.random()))
+        title = "%s %s %s" % (action, subject, audience)
+        if title in seen:
+            title = "%s %s" % (title, pick(SURFACES, rng.random()))
+            if title in seen:
+                continue
+        seen.add(title)
+        titles.append(title)
+        subjects.append((action, subject))
+    return titles, subjects
+
+
+def make_body(rng, action, subject):
+    """An article body: three to five paragraphs, mostly about its own subject."""
+    paragraphs = []
+    for i in range(3 + int(rng.random() * 3)):
+        # One paragraph in four mentions a neighbouring subject, as real help articles do.
+        about = subject if i == 0 or rng.random() >= 0.25 else pick(SUBJECTS, rng.random())
+        paragraphs.append(make_paragraph(about, action, [rng.random() for _ in range(6)]))
+    return "\n\n".join(paragraphs)
+
+
+def draw_plan(seed, config):
+    """Draw one seed's whole day: corpus, ranking, questions and saves, in a fixed order."""
+    rng = random.Random(seed)
+    titles, subjects = make_titles(rng, config.articles)
+    bodies = [make_body(rng, a, s) for a, s in subjects]
+    ranking = shuffled(rng, range(config.articles))
+    cumulative = zipf_cumulative(config.articles, config.zipf)
+    day_us = config.hours * HOUR_US
+    questions = []
+    for _ in range(config.questions):
+        t_us = int(rng.random() * day_us)
+        questions.append(Question(t_us, ranking[draw_rank(cumulative, rng.random())]))
+    saves = []
+    for _ in range(config.saves):
+        t_us = int(rng.random() * day_us)
+        u, kind = rng.random(), SAVE_MIX[-1][0]
+        for name, share in SAVE_MIX:
+            if u < share:
+                kind = name
+                break
+            u -= share
+        zipf_article = ranking[draw_rank(cumulative, rng.random())]
+        uniform_article = min(int(rng.random() * config.articles), config.articles - 1)
+        saves.append(Save(t_us, kind, zipf_article, uniform_article,
+                          tuple(rng.random() for _ in range(9))))
+    questions.sort(key=lambda q: q.t_us)
+    saves.sort(key=lambda s: s.t_us)
+    return Plan(seed, titles, bodies, subjects, ranking, questions, saves)
+
+
+# -- the agent ---------------------------------------------------------------------------------
+
+
+class Agent:
+    """The scripted agent: it touches the knowledge base only through ``call_tool``."""
+
+    def __init__(self, store):
+        self.store = store
+        self.granted = frozenset([KB_ID])
+        self.citations = []
+        self.answers = []
+        self.read_content = {}
+        self.cursor = None
+        self.cost = {name: {"calls": 0, "articles_read": 0, "bytes_read": 0, "events": 0}
+                     for name in ("title_only", "reread", "poll")}
+        self.cost["poll"]["pages"] = 0
+        self.status = {"poll": {}}
+
+    def call(self, name, **arguments):
+        """One tool call on the granted knowledge base."""
+        return self.store.call_tool(name, arguments, granted=self.granted)
+
+    def search(self, query, limit=None):
+        """search_knowledge_base; returns its result."""
+        args = {"knowledge_base_id": KB_ID, "query": query}
+        if limit is not None:
+            args["limit"] = limit
+        return self.call("search_knowledge_base", **args)
+
+    def read(self, article_id):
+        """read_knowledge_article; returns its result, or ``None`` if the article is gone."""
+        try:
+            return self.call("read_knowledge_article", knowledge_base_id=KB_ID,
+                             article_id=article_id)
+        except kb_store.NotFound:
+            return None
+
+    def answer(self, question_text):
+        """Search, read the top two hits, keep both citations; returns the answer's index."""
+        index = len(self.answers)
+        found = self.search(question_text, SEARCH_LIMIT)
+        cited = []
+        for hit in found["results"][:CITATIONS_PER_ANSWER]:
+            article = self.read(hit["article_id"])
+            if article is None:
+                continue
+            if self.cursor is None:
+                # The agent keeps the log's head from its first read as its polling cursor.
+                self.cursor = article["head_sequence"]
+            citation = Citation(index, article["article_id"], article["updated_at"],
+                                article["title"])
+            self.read_content[(index, len(cited))] = article["content"]
+            self.status["poll"].setdefault(citation.key, "fresh")
+            cited.append(len(self.citations))
+            self.citations.append(citation)
+        self.answers.append(cited)
+        return index
+
+    # The three ways of checking old citations. Each returns {distinct citation: status}.
+
+    def check_title_only(self):
+        """Look every cited title up again; a citation is stale when its title is not found."""
+        cost = self.cost["title_only"]
+        found_titles = {}
+        for citation in self.citations:
+            title = citation.title
+            if title in found_titles:
+                continue
+            result = self.search(title, SEARCH_LIMIT)
+            cost["calls"] += 1
+            cost["bytes_read"] += sum(_utf8(h["title"]) + _utf8(h["snippet"])
+                                      for h in result["results"])
+            found_titles[title] = any(h["title"] == title for h in result["results"])
+        return {c.key: "fresh" if found_titles[c.title] else "stale" for c in self.citations}
+
+    def check_reread(self):
+        """Re-read every distinct cited article by ID and compare versions."""
+        cost = self.cost["reread"]
+        current = {}
+        for citation in self.citations:
+            if citation.article_id not in current:
+                current[citation.article_id] = self._read_counted(citation.article_id, cost)
+        return {c.key: _status(c, current[c.article_id]) for c in self.citations}
+
+    def check_poll(self):
+        """Resume the event log from the cursor; re-read only cited articles that changed."""
+        cost = self.cost["poll"]
+        changed, more = set(), True
+        if self.cursor is None:
+            return {}
+        while more:
+            page = self.call("poll_resource_events", resource_type="knowledge_base",
+                             resource_id=KB_ID, after_sequence=self.cursor)
+            cost["calls"] += 1
+            cost["pages"] += 1
+            cost["events"] += len(page["events"])
+            changed.update(event["article_id"] for event in page["events"])
+            self.cursor, more = page["next_after_sequence"], page["has_more"]
+        status = self.status["poll"]
+        cited = {}
+        for citation in self.citations:
+            cited.setdefault(citation.article_id, []).append(citation)
+        for article_id in sorted(changed):
+            if article_id in cited:
+                article = self._read_counted(article_id, cost)
+                for citation in cited[article_id]:
+                    status[citation.key] = _status(citation, article)
+        return dict(status)
+
+    def _read_counted(self, article_id, cost):
+        article = self.read(article_id)
+        cost["calls"] += 1
+        if article is not None:
+            cost["articles_read"] += 1
+            cost["bytes_read"] += _utf8(article["title"]) + _utf8(article["content"])
+        return article
+
+
+def _utf8(text):
+    return len(text.encode("utf-8"))
+
+
+def _status(citation, article):
+    """``fresh``, ``changed`` or ``gone``: a citation against the article as now read."""
+    if article is None:
+        return "gone"
+    return "fresh" if article["updated_at"] == citation.updated_at else "changed"
+
+
+# -- one run of the day ------------------------------------------------------------------------
+
+
+class DayRun:
+    """One seed's day on one store: people's saves, the agent's answers, checks or edits."""
+
+    def __init__(self, plan, config, *, uniform=False, checks=True, edits=False, db_path=None):
+        self.plan, self.config = plan, config
+        self.uniform, self.checks, self.edits = uniform, checks, edits
+        self.clock = SimClock()
+        if db_path is not None and os.path.exists(db_path):
+            os.remove(db_path)
+        self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock)
+        self.agent = Agent(self.store)
+        self.article_ids = []
+        self.titles = set(plan.titles)
+        self.hourly = []
+        self.detection = None
+        self.mismatches = []
+        self.edit_rows = {d: _edit_row(d) for d in config.delays}
+        self.idempotency = {"successful_edits": 0, "replays": 0, "replays_marked": 0,
+                            "new_events_from_replays": 0}
+
+    def run(self):
+        """Play the day in time order; returns this run's results."""
+        self.store.create_knowledge_base(KB_ID, "Support")
+        for title, body in zip(self.plan.titles, self.plan.bodies):
+            self.article_ids.append(self.store.create_article(KB_ID, title, body))
+        self.store.optimize(KB_ID)
+        self.clock.t_us = 0
+        steps = []
+        for i, save in enumerate(self.plan.saves):
+            steps.append((save.t_us, 0, i, self._save, save))
+        for i, question in enumerate(self.plan.questions):
+            steps.append((question.t_us, 1, i, self._question, question))
+            if self.edits:
+                delay = self.config.delays[i % len(self.config.delays)]
+                steps.append((question.t_us + delay * 1000000, 2, i, self._edit, (i, delay)))
+        if self.checks:
+            for hour in range(1, self.config.hours + 1):
+                steps.append((hour * HOUR_US, 3, hour, self._check, hour))
+        steps.sort(key=lambda step: step[:3])
+        for t_us, _, _, action, arg in steps:
+            self.clock.t_us = t_us
+            action(arg)
+        self.store.close()
+        return {
+            "hourly": self.hourly,
+            "detection": self.detection,
+            "cost": self.agent.cost,
+            "edits": [self.edit_rows[d] for d in self.config.delays],
+            "idempotency": self.idempotency,
+            "mismatches": self.mismatches,
+        }
+
+    def _save(self, save):
+        """A person's save, last writer wins, on what the editor shows now."""
+        index = save.uniform_article if self.uniform else save.zipf_article
+        article_id = self.article_ids[index]
+        current = self.store.get_article(KB_ID, article_id)
+        if save.kind == "unpublish" and current["published"]:
+            self.store.unpublish(KB_ID, article_id)
+            return
+        action, subject = self.plan.subjects[index]
+        u = save.text_u
+        paragraphs = current["content"].split("\n\n")
+        paragraphs[min(int(u[0] * len(paragraphs)), len(paragraphs) - 1)] = make_paragraph(
+            subject, action, u[1:7])
+        title = None
+        if save.kind == "content_title":
+            title = self._new_title(current["title"], subject, u[7:9])
+        self.store.save_article(KB_ID, article_id, content="\n\n".join(paragraphs), title=title)
+        if not current["published"]:
+            # A save to an unpublished article edits its draft and publishes it again.
+            self.store.publish(KB_ID, article_id)
+
+    def _new_title(self, old, subject, u):
+        """A retitle that keeps the subject, unique among all titles, without new randomness."""
+        taken = self.titles
+        for k in range(len(ACTIONS)):
+            action = ACTIONS[(int(u[0] * len(ACTIONS)) + k) % len(ACTIONS)]
+            audience = pick(AUDIENCES, u[1])
+            title = "%s %s %s" % (action, subject, audience)
+            if title not in taken:
+                break
+        else:
+            n = 2
+            while "%s (%d)" % (old, n) in taken:
+                n += 1
+            title = "%s (%d)" % (old, n)
+        taken.discard(old)
+        taken.add(title)
+        return title
+
+    def _question(self, question):
+        """The agent answers a question made of its target article's current title words."""
+        target = self.store.get_article(KB_ID, self.article_ids[question.target])
+        self.agent.answer(target["title"].lower())
+
+    def _edit(self, arg):
+        """After the delay, edit the answer's first cited article with the citation's version."""
+        i, delay = arg
+        row = self.edit_rows[delay]
+        if not self.agent.answers[i]:
+            row["skipped_no_citation"] += 1
+            return
+        citation = self.agent.citations[self.agent.answers[i][0]]
+        line = "Agent note %d: customers asked about this at %s." % (
+            i + 1, self.plan_time(self.plan.questions[i].t_us))
+        content = self.agent.read_content[(i, 0)] + "\n\n" + line
+        row["edits"] += 1
+        args = {"knowledge_base_id": KB_ID, "article_id": citation.article_id,
+                "content": content, "expected_version": citation.updated_at,
+                "idempotency_key": "seed%d-answer%d-try1" % (self.plan.seed, i + 1)}
+        try:
+            result = self.agent.call("edit_knowledge_article", **args)
+            row["accepted_first_try"] += 1
+        except kb_store.VersionConflict:
+            row["rejected_changed"] += 1
+            # The mechanical fix: re-read, re-apply the change to what is there, new version.
+            current = self.agent.read(citation.article_id)
+            if current is None:
+                row["retries_failed"] += 1
+                return
+            args = dict(args, content=current["content"] + "\n\n" + line,
+                        expected_version=current["updated_at"],
+                        idempotency_key="seed%d-answer%d-try2" % (self.plan.seed, i + 1))
+            try:
+                result = self.agent.call("edit_knowledge_article", **args)
+            except kb_store.ToolError:
+                row["retries_failed"] += 1
+                return
+            row["retries_succeeded"] += 1
+        except kb_store.NotFound:
+            row["rejected_gone"] += 1
+            return
+        self._replay(args, result)
+
+    def _replay(self, args, first):
+        """Send a successful edit again with the same key: a marked replay, no new event."""
+        stats = self.idempotency
+        stats["successful_edits"] += 1
+        head = self.store.head_sequence(KB_ID)
+        again = self.agent.call("edit_knowledge_article", **args)
+        stats["replays"] += 1
+        if again.get("replayed") is True and dict(again, replayed=False) == first:
+            stats["replays_marked"] += 1
+        stats["new_events_from_replays"] += self.store.head_sequence(KB_ID) - head
+
+    @staticmethod
+    def plan_time(t_us):
+        """Wall-clock text of a simulated time, to the minute."""
+        return (DAY_START + timedelta(microseconds=t_us)).strftime("%H:%M UTC")
+
+    def _check(self, hour):
+        """Check every citation so far three ways; re-read and poll must match the truth."""
+        agent = self.agent
+        truth, cause = self._ground_truth()
+        title_only = agent.check_title_only()
+        reread = agent.check_reread()
+        poll = agent.check_poll()
+        for name, found in (("reread", reread), ("poll", poll)):
+            for key in sorted(truth):
+                if found.get(key) != truth[key]:
+                    self.mismatches.append(
+                        "seed %d, hour %d, %s: citation %s is %s by the database, %s by %s"
+                        % (self.plan.seed, hour, "uniform" if self.uniform else "zipf",
+                           "/".join(key), truth[key], found.get(key), name))
+        stale_keys = {k for k, v in truth.items() if v != "fresh"}
+        answers_stale = sum(
+            1 for cited in agent.answers
+            if any(agent.citations[c].key in stale_keys for c in cited))
+        self.hourly.append({
+            "hour": hour,
+            "citations": len(agent.citations),
+            "stale": sum(1 for c in agent.citations if c.key in stale_keys),
+            "distinct": len(truth),
+            "stale_distinct": len(stale_keys),
+            "answers": len(agent.answers),
+            "answers_with_stale": answers_stale,
+        })
+        if hour == self.config.hours:
+            self.detection = {
+                "ground_truth": self._detected(truth, truth, cause),
+                "title_only": self._detected(title_only, truth, cause),
+                "reread": self._detected(reread, truth, cause),
+                "poll": self._detected(poll, truth, cause),
+            }
+
+    def _ground_truth(self):
+        """Status and cause of every distinct citation, from the database's own rows."""
+        truth, cause, rows = {}, {}, {}
+        for citation in self.agent.citations:
+            if citation.key in truth:
+                continue
+            if citation.article_id not in rows:
+                rows[citation.article_id] = self.store.get_article(KB_ID, citation.article_id)
+            row = rows[citation.article_id]
+            if not row["published"]:
+                truth[citation.key], cause[citation.key] = "gone", "gone"
+            elif row["updated_at"] != citation.updated_at:
+                truth[citation.key] = "changed"
+                cause[citation.key] = ("retitled" if row["title"] != citation.title
+                                       else "content_only")
+            else:
+                truth[citation.key], cause[citation.key] = "fresh", None
+        return truth, cause
+
+    def _detected(self, found, truth, cause):
+        """What one strategy reports stale, counted as citations and distinct, and by cause."""
+        stale_keys = {k for k, v in found.items() if v != "fresh"}
+        out = {"stale": sum(1 for c in self.agent.citations if c.key in stale_keys),
+               "stale_distinct": len(stale_keys),
+               "changed": 0, "gone": 0, "content_only": 0, "retitled": 0, "false_stale": 0}
+        for key in stale_keys:
+            if truth[key] == "fresh":
+                out["false_stale"] += 1
+                continue
+            out[truth[key]] += 1
+            if cause[key] != "gone":
+                out[cause[key]] += 1
+        return out
+
+
+def _edit_row(delay):
+    return {"delay_s": delay, "edits": 0, "accepted_first_try": 0, "rejected_changed": 0,
+            "rejected_gone": 0, "retries_succeeded": 0, "retries_failed": 0,
+            "skipped_no_citation": 0}
+
+
+# -- one seed, many seeds ----------------------------------------------------------------------
+
+
+# The three runs of a seed's day; each is one task, so a pool of two processes stays balanced.
+PARTS = ("zipf", "uniform", "edits")
+
+
+def run_part(seed, config, part, db_dir=None):
+    """One run of one seed's day: Zipf with checks, the uniform control, or the edit experiment."""
+    plan = draw_plan(seed, config)
+    db_path = None if db_dir is None else os.path.join(db_dir, "seed%d-%s.db" % (seed, part))
+    result = DayRun(plan, config, uniform=(part == "uniform"), checks=(part != "edits"),
+                    edits=(part == "edits"), db_path=db_path).run()
+    if part == "zipf":
+        top = set(plan.ranking[:10])
+        result["workload"] = {
+            "questions": len(plan.questions),
+            "questions_top10": sum(1 for q in plan.questions if q.target in top),
+            "saves": len(plan.saves),
+            "saves_top10": sum(1 for s in plan.saves if s.zipf_article in top),
+            "save_kinds": {kind: sum(1 for s in plan.saves if s.kind == kind)
+                           for kind, _ in SAVE_MIX},
+        }
+    return result
+
+
+def run_seed(seed, config, db_dir=None):
+    """All three runs of one seed's day, as ``run`` reports them per seed."""
+    parts = {part: run_part(seed, config, part, db_dir) for part in PARTS}
+    return _seed_result(seed, parts)
+
+
+def _seed_result(seed, parts):
+    return dict(seed=seed, workload=parts["zipf"].pop("workload"), **parts)
+
+
+def _run_part_args(args):
+    return run_part(*args)
+
+
+def _add(into, row):
+    for key, value in row.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            into[key] = into.get(key, 0) + value
+        elif isinstance(value, dict):
+            _add(into.setdefault(key, {}), value)
+    return into
+
+
+def summarize(per_seed, config):
+    """Sum the seeds' results into the report's structure (everything but timing)."""
+    workload = _add({}, {})
+    for r in per_seed:
+        _add(workload, r["workload"])
+    staleness = {}
+    for mode in ("zipf", "uniform"):
+        rows = []
+        for h in range(config.hours):
+            row = {}
+            for r in per_seed:
+                _add(row, r[mode]["hourly"][h])
+            row["hour"] = h + 1
+            rows.append(row)
+        staleness[mode] = rows
+    detection, cost = {}, {}
+    for mode in ("zipf", "uniform"):
+        detection[mode] = {}
+        cost[mode] = {}
+        for r in per_seed:
+            _add(detection[mode], r[mode]["detection"])
+            _add(cost[mode], r[mode]["cost"])
+    edits = []
+    for i, delay in enumerate(config.delays):
+        row = {}
+        for r in per_seed:
+            _add(row, r["edits"]["edits"][i])
+        row["delay_s"] = delay
+        edits.append(row)
+    idempotency = {}
+    for r in per_seed:
+        _add(idempotency, r["edits"]["idempotency"])
+    mismatches = [m for r in per_seed for mode in ("zipf", "uniform")
+                  for m in r[mode]["mismatches"]]
+    return {
+        "config": dict(asdict(config), delays=list(config.delays)),
+        "seeds": [r["seed"] for r in per_seed],
+        "workload": dict(
+            workload,
+            top10_question_share=_ratio(workload["questions_top10"], workload["questions"]),
+            top10_save_share=_ratio(workload["saves_top10"], workload["saves"]),
+            top10_zipf_expected=round(top_share(zipf_cumulative(config.articles, config.zipf),
+                                                10), 4),
+        ),
+        "staleness": staleness,
+        # The article's detection and cost figures are for the Zipf day; the control's follow.
+        "detection": detection["zipf"],
+        "cost": cost["zipf"],
+        "control": {"detection": detection["uniform"], "cost": cost["uniform"]},
+        "edits": edits,
+        "idempotency": idempotency,
+        "checks": {"zipf": len(per_seed) * config.hours, "uniform": len(per_seed) * config.hours},
+        "check_mismatches": mismatches,
+        "per_seed": per_seed,
+    }
+
+
+def _ratio(n, d):
+    return round(n / d, 4) if d else 0.0
+
+
+def run(seeds, config, *, db_dir=None, processes=None):
+    """Run every seed (across processes when there are several) and summarise."""
+    started = time.perf_counter()
+    # Longest runs first, so the short edit runs fill the gaps at the end.
+    jobs = [(seed, config, part, db_dir) for part in PARTS for seed in seeds]
+    if processes is None:
+        processes = min(len(jobs), os.cpu_count() or 1)
+    if processes > 1:
+        with multiprocessing.get_context(_start_method()).Pool(processes) as pool:
+            results = pool.map(_run_part_args, jobs, chunksize=1)
+    else:
+        results = [_run_part_args(job) for job in jobs]
+    by_seed = {seed: {} for seed in seeds}
+    for (seed, _, part, _), result in zip(jobs, results):
+        by_seed[seed][part] = result
+    per_seed = [_seed_result(seed, by_seed[seed]) for seed in seeds]
+    report = summarize(per_seed, config)
+    report["timing"] = {"seconds": round(time.perf_counter() - started, 3),
+                        "processes": processes, "python": sys.version.split()[0]}
+    return report
+
+
+def _start_method():
+    # fork starts a worker in milliseconds where it is safe (Linux, before any threads run);
+    # elsewhere the platform default.
+    methods = multiprocessing.get_all_start_methods()
+    return "fork" if sys.platform.startswith("linux") and "fork" in methods else None
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def _pct(n, d):
+    return "%.1f%%" % (100.0 * n / d) if d else "-"
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _n(x):
+    return "{:,}".format(x)
+
+
+def render(report, per_seed=False):
+    """The report as Markdown tables."""
+    out = []
+    seeds = report["seeds"]
+    cfg = report["config"]
+    out.append("# Simulated support day, seeds %s, summed\n" % _seed_text(seeds))
+    out.append("%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g."
+               "\n" % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"]))
+
+    out.append("## 1. Staleness by hour (Zipf saves | uniform control)\n")
+    rows = []
+    for z, u in zip(report["staleness"]["zipf"], report["staleness"]["uniform"]):
+        row = [z["hour"]]
+        for r in (z, u):
+            row += [_n(r["citations"]), "%s (%s)" % (_n(r["stale"]), _pct(r["stale"], r["citations"])),
+                    _n(r["distinct"]),
+                    "%s (%s)" % (_n(r["stale_distinct"]), _pct(r["stale_distinct"], r["distinct"])),
+                    _n(r["answers"]),
+                    "%s (%s)" % (_n(r["answers_with_stale"]),
+                                 _pct(r["answers_with_stale"], r["answers"]))]
+        rows.append(row)
+    header = ["hour"] + ["%s %s" % (m, c) for m in ("zipf", "ctrl") for c in (
+        "citations", "stale", "distinct", "stale distinct", "answers", "answers w/ stale")]
+    out.append(_table(header, rows) + "\n")
+
+    out.append("## 2. Detection at end of day (Zipf)\n")
+    det = report["detection"]
+    gt = det["ground_truth"]
+    rows = []
+    for name, label in (("ground_truth", "ground truth (database)"), ("title_only", "title only"),
+                        ("reread", "re-read"), ("poll", "poll")):
+        d = det[name]
+        rows.append([label, "%s (%s)" % (_n(d["stale"]), _pct(d["stale"], gt["stale"])),
+                     "%s (%s)" % (_n(d["stale_distinct"]),
+                                  _pct(d["stale_distinct"], gt["stale_distinct"])),
+                     _n(d["content_only"]), _n(d["retitled"]), _n(d["gone"]),
+                     _n(d["false_stale"])])
+    out.append(_table(["strategy", "stale citations found", "stale distinct found",
+                       "content only", "retitled", "gone", "false alarms"], rows) + "\n")
+    out.append("Causes count distinct citations. A retitle also changes content, so the title "
+               "check sees only retitles and unpublishes.\n")
+
+    out.append("## 3. Cost of all hourly checks (Zipf, %d checks)\n" % report["checks"]["zipf"])
+    cost = report["cost"]
+    rows = []
+    for name, label in (("title_only", "title only"), ("reread", "re-read"), ("poll", "poll")):
+        c = cost[name]
+        rows.append([label, _n(c["calls"]), _n(c["articles_read"]), _n(c["bytes_read"]),
+                     _n(c["events"])])
+    r, p = cost["reread"], cost["poll"]
+    rows.append(["re-read / poll", _ratio_text(r["calls"], p["calls"]),
+                 _ratio_text(r["articles_read"], p["articles_read"]),
+                 _ratio_text(r["bytes_read"], p["bytes_read"]), "-"])
+    out.append(_table(["strategy", "tool calls", "articles read", "bytes of article text",
+                       "events fetched"], rows) + "\n")
+
+    out.append("## 4. Edits with the citation's version, by delay\n")
+    rows = []
+    for e in report["edits"]:
+        rejected = e["rejected_changed"] + e["rejected_gone"]
+        rows.append([_delay_text(e["delay_s"]), _n(e["edits"]), _n(e["accepted_first_try"]),
+                     _n(e["rejected_changed"]), _n(e["rejected_gone"]),
+                     _pct(rejected, e["edits"]),
+                     "%d of %d" % (e["retries_succeeded"],
+                                   e["retries_succeeded"] + e["retries_failed"])])
+    out.append(_table(["delay", "edits", "accepted first try", "rejected: changed",
+                       "rejected: gone", "rejected", "retries succeeded"], rows) + "\n")
+
+    out.append("## 5. Idempotency\n")
+    i = report["idempotency"]
+    out.append(_table(["successful edits", "replays sent", "replays marked as replay",
+                       "events written by replays"],
+                      [[_n(i["successful_edits"]), _n(i["replays"]), _n(i["replays_marked"]),
+                        _n(i["new_events_from_replays"])]]) + "\n")
+
+    out.append("## 6. The article beside us\n")
+    out.append(_table(["figure", "article", "ours"], comparison_rows(report)) + "\n")
+    out.append("The article's stale counts (369, 167, 152) fit only as *distinct* citations: "
+               "with two citations per answer, answers holding a stale citation can never "
+               "outnumber stale citations, yet the article has 280 answers against 167 citations. "
+               "So we report both counts.\n")
+
+    if per_seed:
+        out.append("## Per seed\n")
+        out.append(per_seed_table(report) + "\n")
+    return "\n".join(out)
+
+
+def comparison_rows(report):
+    """The side-by-side of SPEC's figures and ours, as table rows."""
+    w = report["workload"]
+    z, u = report["staleness"]["zipf"][-1], report["staleness"]["uniform"][-1]
+    det = report["detection"]
+    gt, title = det["ground_truth"], det["title_only"]
+    edits = report["edits"]
+    total_edits = sum(e["edits"] for e in edits)
+    gone = sum(e["rejected_gone"] for e in edits)
+    retries = sum(e["retries_succeeded"] for e in edits)
+    retries_all = retries + sum(e["retries_failed"] for e in edits)
+    idem = report["idempotency"]
+    checks = report["checks"]["zipf"]
+    poll = report["cost"]["poll"]
+    by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]),
+                                    _pct(e["rejected_changed"] + e["rejected_gone"], e["edits"]))
+                         for e in edits)
+    a = ARTICLE
+    return [
+        ["top-10 share of questions / saves", "36.7% / 36.7%",
+         "%.1f%% / %.1f%% (Zipf 0.9 over %d: %.1f%%)" % (
+             100 * w["top10_question_share"], 100 * w["top10_save_share"],
+             report["config"]["articles"], 100 * w["top10_zipf_expected"])],
+        ["stale citations at end of day, Zipf", "369 of 1,200 (30.8%)",
+         "%s of %s citations (%s); %s of %s distinct (%s)" % (
+             _n(z["stale"]), _n(z["citations"]), _pct(z["stale"], z["citations"]),
+             _n(z["stale_distinct"]), _n(z["distinct"]), _pct(z["stale_distinct"], z["distinct"]))],
+        ["answers with a stale citation, Zipf", "four out of five",
+         "%s of %s (%s)" % (_n(z["answers_with_stale"]), _n(z["answers"]),
+                            _pct(z["answers_with_stale"], z["answers"]))],
+        ["control: stale citations", "167 of 1,200 (13.9%)",
+         "%s of %s citations (%s); %s of %s distinct (%s)" % (
+             _n(u["stale"]), _n(u["citations"]), _pct(u["stale"], u["citations"]),
+             _n(u["stale_distinct"]), _n(u["distinct"]), _pct(u["stale_distinct"], u["distinct"]))],
+        ["control: answers with a stale citation", "280 of 600 (46.7%)",
+         "%s of %s (%s)" % (_n(u["answers_with_stale"]), _n(u["answers"]),
+                            _pct(u["answers_with_stale"], u["answers"]))],
+        ["stale found by title only", "152 of 369 (41.2%), all retitles or unpublishes",
+         "%s of %s distinct (%s): %d retitled, %d gone, %d content-only, %d false alarms" % (
+             _n(title["stale_distinct"]), _n(gt["stale_distinct"]),
+             _pct(title["stale_distinct"], gt["stale_distinct"]), title["retitled"],
+             title["gone"], title["content_only"], title["false_stale"])],
+        ["re-read and poll found", "exactly the ground truth, at each of 40 checks",
+         "%s at each of %d checks (plus %d control checks); %d mismatches" % (
+             "exactly the ground truth" if not report["check_mismatches"] else "NOT the truth",
+             checks, report["checks"]["uniform"], len(report["check_mismatches"]))],
+        ["poll cost", "one call per check (< 100 changes an hour)",
+         "%d event pages over %d checks, %s events" % (poll["pages"], checks, _n(poll["events"]))],
+        ["edits whose article was unpublished by then", "19 of 600",
+         "%d of %d" % (gone, total_edits)],
+        ["edit with an hour-old citation", "fails nearly 4 in 10; seconds old: fine",
+         "rejected: " + by_delay],
+        ["retries after re-read", "all succeeded", "%d of %d succeeded" % (retries, retries_all)],
+        ["idempotent replays", "409 of 409 marked, no new event",
+         "%d of %d marked, %d new events" % (idem["replays_marked"], idem["replays"],
+                                              idem["new_events_from_replays"])],
+        ["whole run", "25.7 s (M1, Python 3.9.6)",
+         "%.2f s (%d processes, Python %s)" % (report["timing"]["seconds"],
+                                                report["timing"]["processes"],
+                                                report["timing"]["python"])],
+    ]
+
+
+def per_seed_table(report):
+    """Key end-of-day figures with a column per seed."""
+    header = ["figure", "all"] + ["seed %d" % s for s in report["seeds"]]
+    def row(label, fn):
+        return [label, fn(None)] + [fn(r) for r in report["per_seed"]]
+
+    def end(mode, key):
+        def fn(r):
+            rows = report["staleness"][mode] if r is None else r[mode]["hourly"]
+            return _n(rows[-1][key])
+        return fn
+
+    def det(key):
+        return lambda r: _n((report["detection"] if r is None
+                             else r["zipf"]["detection"])["title_only"][key])
+
+    def edit(i, key):
+        return lambda r: _n((report["edits"] if r is None else r["edits"]["edits"])[i][key])
+
+    rows = [
+        row("zipf: stale citations", end("zipf", "stale")),
+        row("zipf: stale distinct", end("zipf", "stale_distinct")),
+        row("zipf: answers with stale", end("zipf", "answers_with_stale")),
+        row("control: stale citations", end("uniform", "stale")),
+        row("control: stale distinct", end("uniform", "stale_distinct")),
+        row("control: answers with stale", end("uniform", "answers_with_stale")),
+        row("title only: stale distinct found", det("stale_distinct")),
+    ]
+    for i, d in enumerate(report["config"]["delays"]):
+        rows.append(row("edits at %s rejected: changed" % _delay_text(d),
+                        edit(i, "rejected_changed")))
+        rows.append(row("edits at %s rejected: gone" % _delay_text(d), edit(i, "rejected_gone")))
+    return _table(header, rows)
+
+
+def _ratio_text(a, b):
+    return "%.1fx" % (a / b) if b else "-"
+
+
+def _delay_text(seconds):
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return "%d%s" % (seconds // size, unit)
+    return "%ds" % seconds
+
+
+def _seed_text(seeds):
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return "%d-%d" % (seeds[0], seeds[-1])
+    return ",".join(str(s) for s in seeds)
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def parse_seeds(text):
+    """``1-5``, ``1,3,7`` or ``3`` as a list of distinct seeds in the order given."""
+    seeds = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise argparse.ArgumentTypeError(
+                "--seeds takes N, A-B or a comma list such as 1,3,7; got %r" % text)
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise argparse.ArgumentTypeError("--seeds range %s runs backwards" % part)
+        if hi - lo > 10000:
+            raise argparse.ArgumentTypeError("--seeds range %s is longer than 10,001 seeds" % part)
+        for seed in range(lo, hi + 1):
+            if seed not in seeds:
+                seeds.append(seed)
+    return seeds
+
+
+def parse_delays(text):
+    """``10s,10m,1h,4h`` as a tuple of seconds."""
+    delays = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*([smh]?)\s*", part)
+        if not m:
+            raise argparse.ArgumentTypeError(
+                "--delays takes a comma list of durations such as 10s,10m,1h,4h; got %r" % text)
+        seconds = int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+        if seconds > 7 * 24 * 3600:
+            raise argparse.ArgumentTypeError("--delays %s is longer than 7 days" % part.strip())
+        delays.append(seconds)
+    return tuple(delays)
+
+
+def _bounded(name, low, high, kind=int):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%s takes a number, got %r" % (name, text)) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError("%s must be from %s to %s, got %s"
+                                             % (name, low, high, text))
+        return value
+    return parse
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="sim.py", description=__doc__.split("\n\n")[0])
+    d = Config()
+    p.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"),
+                   help="N, A-B or a comma list (default 1-5)")
+    p.add_argument("--articles", type=_bounded("--articles", 2, MAX_ARTICLES),
+                   default=d.articles)
+    p.add_argument("--questions", type=_bounded("--questions", 1, MAX_QUESTIONS),
+                   default=d.questions)
+    p.add_argument("--saves", type=_bounded("--saves", 0, MAX_SAVES), default=d.saves)
+    p.add_argument("--hours", type=_bounded("--hours", 1, MAX_HOURS), default=d.hours)
+    p.add_argument("--zipf", type=_bounded("--zipf", 0.0, 10.0, float), default=d.zipf,
+                   help="Zipf exponent s (0 = uniform popularity)")
+    p.add_argument("--delays", type=parse_delays, default=d.delays,
+                   help="edit delays, e.g. 10s,10m,1h,4h")
+    p.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+    p.add_argument("--db-dir", metavar="DIR", help="keep each run's SQLite file in DIR")
+    p.add_argument("--per-seed", action="store_true", help="add a column per seed")
+    p.add_argument("--processes", type=_bounded("--processes", 1, 64), default=None,
+                   help="worker processes (default: one per core, at most one per seed)")
+    return p
+
+
+def main(argv=None):
+    """Run the simulation, print the tables, and exit non-zero if a check failed."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays)
+    if args.db_dir:
+        os.makedirs(args.db_dir, exist_ok=True)
+    report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes)
+    print(render(report, per_seed=args.per_seed))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+    if report["check_mismatches"]:
+        for line in report["check_mismatches"][:20]:
+            print("sim.py: check failed: %s" % line, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

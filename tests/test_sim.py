@@ -1,0 +1,340 @@
+"""The simulated day: its golden counts, its workload, and each check strategy on a known timeline.
+
+The golden file is the default run's JSON. After a deliberate change to the simulation,
+regenerate it with ``python sim.py --seeds 1-5 --json tests/golden/sim-seeds-1-5.json`` and
+explain the change of counts in the commit message.
+"""
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kb_store
+import sim
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "sim-seeds-1-5.json"
+SMALL = sim.Config(articles=60, questions=24, saves=60, hours=4)
+
+
+def without_timing(report):
+    return {k: v for k, v in report.items() if k != "timing"}
+
+
+# -- the default run ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """The README's command, run once for this module, with its JSON and its exit status."""
+    out = tmp_path_factory.mktemp("sim") / "run.json"
+    proc = subprocess.run(
+        [sys.executable, "sim.py", "--seeds", "1-5", "--json", str(out)],
+        cwd=str(ROOT), capture_output=True, text=True, timeout=600,
+    )
+    return proc, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_default_run_matches_golden_counts(default_run):
+    proc, report = default_run
+    assert proc.returncode == 0, proc.stderr
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert without_timing(report) == without_timing(golden)
+
+
+def test_default_run_checks_hold_and_tables_print(default_run):
+    proc, report = default_run
+    assert report["check_mismatches"] == []
+    assert report["checks"] == {"zipf": 40, "uniform": 40}
+    for heading in ("## 1. Staleness by hour", "## 2. Detection", "## 3. Cost",
+                    "## 4. Edits", "## 5. Idempotency", "## 6. The article beside us"):
+        assert heading in proc.stdout
+    # The report's own invariants, whatever the counts are.
+    gt = report["detection"]["ground_truth"]
+    for strategy in ("reread", "poll"):
+        assert report["detection"][strategy] == gt
+    title = report["detection"]["title_only"]
+    assert title["content_only"] == 0 and title["false_stale"] == 0
+    assert title["stale_distinct"] == gt["retitled"] + gt["gone"]
+    end = report["staleness"]["zipf"][-1]
+    assert end["citations"] == 1200 and end["answers"] == 600
+    assert gt["stale"] == end["stale"] and gt["stale_distinct"] == end["stale_distinct"]
+    idem = report["idempotency"]
+    assert idem["replays"] == idem["replays_marked"] == idem["successful_edits"] > 0
+    assert idem["new_events_from_replays"] == 0
+    assert [e["edits"] for e in report["edits"]] == [150, 150, 150, 150]
+
+
+def test_json_has_the_documented_keys(default_run):
+    _, report = default_run
+    for key in ("config", "seeds", "workload", "staleness", "detection", "cost", "edits",
+                "idempotency", "checks", "check_mismatches", "timing"):
+        assert key in report
+    assert 0 < report["workload"]["top10_question_share"] < 1
+    assert 0 < report["workload"]["top10_save_share"] < 1
+    row = report["staleness"]["uniform"][0]
+    assert set(row) >= {"hour", "citations", "stale", "distinct", "stale_distinct", "answers",
+                        "answers_with_stale"}
+    for strategy in ("ground_truth", "title_only", "reread", "poll"):
+        assert set(report["detection"][strategy]) >= {
+            "stale", "stale_distinct", "changed", "gone", "content_only", "retitled"}
+    for strategy in ("title_only", "reread", "poll"):
+        assert set(report["cost"][strategy]) >= {"calls", "articles_read", "bytes_read",
+                                                 "events"}
+    assert set(report["edits"][0]) >= {"delay_s", "edits", "accepted_first_try",
+                                       "rejected_changed", "rejected_gone",
+                                       "retries_succeeded"}
+
+
+# -- determinism -------------------------------------------------------------------------------
+
+
+def test_same_counts_in_one_process_and_in_two():
+    one = sim.run([3, 4], SMALL, processes=1)
+    two = sim.run([3, 4], SMALL, processes=2)
+    assert without_timing(one) == without_timing(two)
+
+
+def test_plan_draws_only_through_random(monkeypatch):
+    """Only .random() is guaranteed the same across Python versions; nothing else may be used."""
+    used = []
+
+    class Recording(random.Random):
+        def __getattribute__(self, name):
+            if not name.startswith("_") and name not in ("random", "seed", "getstate",
+                                                         "setstate"):
+                used.append(name)
+            return super().__getattribute__(name)
+
+    monkeypatch.setattr(sim.random, "Random", Recording)
+    plan = sim.draw_plan(7, SMALL)
+    assert used == []
+    assert len(plan.questions) == SMALL.questions and len(plan.saves) == SMALL.saves
+
+
+# -- the workload ------------------------------------------------------------------------------
+
+
+def test_zipf_top10_share_is_the_articles_36_7_percent():
+    cumulative = sim.zipf_cumulative(400, 0.9)
+    assert round(sim.top_share(cumulative, 10), 3) == 0.367
+    rng = random.Random(12345)
+    n = 200000
+    top = sum(1 for _ in range(n) if sim.draw_rank(cumulative, rng.random()) < 10)
+    assert abs(top / n - 0.36696) < 0.005
+
+
+def test_uniform_zipf_exponent_zero_is_flat():
+    cumulative = sim.zipf_cumulative(10, 0.0)
+    assert [round(c, 10) for c in cumulative] == [round((i + 1) / 10, 10) for i in range(10)]
+
+
+def test_save_mix_on_a_large_sample():
+    plan = sim.draw_plan(1, sim.Config(articles=50, questions=1, saves=20000))
+    kinds = [s.kind for s in plan.saves]
+    assert abs(kinds.count("content") / 20000 - 0.85) < 0.01
+    assert abs(kinds.count("content_title") / 20000 - 0.10) < 0.01
+    assert abs(kinds.count("unpublish") / 20000 - 0.05) < 0.006
+    assert all(0 <= s.t_us < 8 * sim.HOUR_US for s in plan.saves)
+    assert [s.t_us for s in plan.saves] == sorted(s.t_us for s in plan.saves)
+
+
+def test_questions_and_saves_follow_one_ranking():
+    plan = sim.draw_plan(2, sim.Config(articles=100, questions=5000, saves=5000))
+    top = set(plan.ranking[:10])
+    expected = sim.top_share(sim.zipf_cumulative(100, 0.9), 10)
+    q_share = sum(q.target in top for q in plan.questions) / 5000
+    s_share = sum(s.zipf_article in top for s in plan.saves) / 5000
+    u_share = sum(s.uniform_article in top for s in plan.saves) / 5000
+    assert abs(q_share - expected) < 0.03 and abs(s_share - expected) < 0.03
+    assert abs(u_share - 0.10) < 0.02
+
+
+def test_shuffle_is_a_permutation_and_titles_are_unique():
+    rng = random.Random(5)
+    assert sorted(sim.shuffled(rng, range(100))) == list(range(100))
+    titles, subjects = sim.make_titles(random.Random(9), 3000)
+    assert len(set(titles)) == 3000 and len(subjects) == 3000
+
+
+# -- each check strategy on a hand-made timeline -----------------------------------------------
+
+
+class Timeline:
+    """A tiny knowledge base and an agent, with a clock moved by hand."""
+
+    def __init__(self):
+        self.clock = sim.SimClock()
+        self.store = kb_store.KBStore(clock=self.clock)
+        self.store.create_knowledge_base(sim.KB_ID)
+        self.ids = {}
+        for title in ("Reset passwords for admins", "Export invoices in bulk",
+                      "Rotate API keys on iOS"):
+            self.ids[title] = self.store.create_article(
+                sim.KB_ID, title, "How to %s. Steps follow." % title.lower())
+        self.agent = sim.Agent(self.store)
+
+    def at(self, minutes):
+        self.clock.t_us = minutes * 60 * 1000000
+
+    def checks(self):
+        return (self.agent.check_title_only(), self.agent.check_reread(),
+                self.agent.check_poll())
+
+
+@pytest.fixture
+def timeline():
+    t = Timeline()
+    yield t
+    t.store.close()
+
+
+def cited(timeline, title):
+    return [c for c in timeline.agent.citations if c.article_id == timeline.ids[title]][0]
+
+
+def test_fresh_citations_are_fresh_everywhere(timeline):
+    timeline.at(1)
+    timeline.agent.answer("reset passwords admins")
+    for found in timeline.checks():
+        assert set(found.values()) == {"fresh"}
+
+
+def test_content_only_edit_is_caught_by_reread_and_poll_never_by_title(timeline):
+    title = "Reset passwords for admins"
+    timeline.at(1)
+    timeline.agent.answer("reset passwords admins")
+    timeline.at(30)
+    timeline.store.save_article(sim.KB_ID, timeline.ids[title], content="New steps.")
+    title_only, reread, poll = timeline.checks()
+    key = cited(timeline, title).key
+    assert title_only[key] == "fresh"
+    assert reread[key] == "changed" and poll[key] == "changed"
+
+
+def test_retitle_is_caught_by_all_three(timeline):
+    title = "Export invoices in bulk"
+    timeline.at(1)
+    timeline.agent.answer("export invoices bulk")
+    timeline.at(30)
+    timeline.store.save_article(sim.KB_ID, timeline.ids[title], title="Export every invoice")
+    title_only, reread, poll = timeline.checks()
+    key = cited(timeline, title).key
+    assert (title_only[key], reread[key], poll[key]) == ("stale", "changed", "changed")
+
+
+def test_unpublish_is_gone_and_republish_is_changed(timeline):
+    title = "Rotate API keys on iOS"
+    timeline.at(1)
+    timeline.agent.answer("rotate api keys ios")
+    key = cited(timeline, title).key
+    timeline.at(30)
+    timeline.store.unpublish(sim.KB_ID, timeline.ids[title])
+    title_only, reread, poll = timeline.checks()
+    assert (title_only[key], reread[key], poll[key]) == ("stale", "gone", "gone")
+    timeline.at(90)
+    timeline.store.publish(sim.KB_ID, timeline.ids[title])
+    title_only, reread, poll = timeline.checks()
+    assert (title_only[key], reread[key], poll[key]) == ("fresh", "changed", "changed")
+
+
+def test_poll_rereads_only_cited_articles_that_changed(timeline):
+    timeline.at(1)
+    timeline.agent.answer("reset passwords admins")
+    timeline.agent.check_poll()
+    before = dict(timeline.agent.cost["poll"])
+    uncited = [i for t, i in timeline.ids.items()
+               if i not in {c.article_id for c in timeline.agent.citations}]
+    timeline.at(30)
+    for article_id in uncited:
+        timeline.store.save_article(sim.KB_ID, article_id, content="Changed elsewhere.")
+    timeline.agent.check_poll()
+    after = timeline.agent.cost["poll"]
+    assert after["events"] - before["events"] == len(uncited)
+    assert after["articles_read"] == before["articles_read"]
+    assert after["pages"] - before["pages"] == 1
+
+
+def test_citation_given_after_the_change_is_not_stale(timeline):
+    title = "Reset passwords for admins"
+    timeline.at(1)
+    timeline.agent.answer("export invoices bulk")
+    timeline.agent.check_poll()
+    timeline.at(10)
+    timeline.store.save_article(sim.KB_ID, timeline.ids[title], content="Changed first.")
+    timeline.at(20)
+    timeline.agent.answer("reset passwords admins")  # cites the version after the change
+    _, reread, poll = timeline.checks()
+    key = cited(timeline, title).key
+    assert reread[key] == "fresh" and poll[key] == "fresh"
+
+
+# -- failure is loud ---------------------------------------------------------------------------
+
+
+def test_a_strategy_that_misses_a_change_fails_the_run(monkeypatch, capsys):
+    def blind_poll(self):
+        return {c.key: "fresh" for c in self.citations}
+
+    monkeypatch.setattr(sim.Agent, "check_poll", blind_poll)
+    status = sim.main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                       "--hours", "4", "--processes", "1"])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "check failed: seed 4, hour" in err and "by poll" in err and "support/art-" in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--seeds", "5-1"], "--seeds"),
+    (["--seeds", "one"], "--seeds"),
+    (["--seeds", ""], "--seeds"),
+    (["--articles", "1"], "--articles must be from 2"),
+    (["--questions", "0"], "--questions must be from 1"),
+    (["--saves", "-3"], "--saves must be from 0"),
+    (["--hours", "x"], "--hours takes a number"),
+    (["--zipf", "-1"], "--zipf must be from 0"),
+    (["--delays", "10x"], "--delays"),
+    (["--delays", "9d"], "--delays"),
+    (["--processes", "0"], "--processes must be from 1"),
+])
+def test_bad_arguments_get_a_clear_error(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        sim.main(argv)
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_argument_forms():
+    assert sim.parse_seeds("1-5") == [1, 2, 3, 4, 5]
+    assert sim.parse_seeds("1,3,7") == [1, 3, 7]
+    assert sim.parse_seeds("3") == [3]
+    assert sim.parse_seeds("2,1-3") == [2, 1, 3]
+    assert sim.parse_delays("10s,10m,1h,4h") == (10, 600, 3600, 14400)
+    assert sim.parse_delays("30") == (30,)
+
+
+def test_db_dir_keeps_each_runs_database(tmp_path):
+    report = sim.run([2], SMALL, db_dir=str(tmp_path), processes=1)
+    names = sorted(p.name for p in tmp_path.glob("*.db"))
+    assert names == ["seed2-edits.db", "seed2-uniform.db", "seed2-zipf.db"]
+    with kb_store.KBStore(str(tmp_path / "seed2-zipf.db")) as store:
+        assert store.audit() == []
+        assert store.head_sequence(sim.KB_ID) > SMALL.articles
+    assert report["check_mismatches"] == []
+
+
+def test_small_edit_experiment_accounts_for_every_edit():
+    report = sim.run([1, 2], sim.Config(articles=80, questions=40, saves=120, hours=4),
+                     processes=1)
+    for row in report["edits"]:
+        assert row["edits"] == 20
+        assert row["edits"] == (row["accepted_first_try"] + row["rejected_changed"]
+                                + row["rejected_gone"])
+        assert row["retries_succeeded"] == row["rejected_changed"]
+    idem = report["idempotency"]
+    accepted = sum(r["accepted_first_try"] + r["retries_succeeded"] for r in report["edits"])
+    assert idem["successful_edits"] == accepted == idem["replays_marked"]
