@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""A real session with kb_server.py, printed as the JSON-RPC lines that crossed its stdio.
+
+Builds a small store in a temporary folder, starts the server the way an MCP client does, and
+walks through the citation workflow: handshake, search, read (keeping the citation), a
+colleague's save, an edit refused for its stale version, a re-read, the retry (which a scripted
+person approves through elicitation), and a poll showing what changed since the citation.
+
+    python examples/transcript.py [--full]
+
+``->`` lines went from the client to the server, ``<-`` lines back. Without ``--full``, the
+text twin of each structuredContent (the same JSON as a string) is shortened to keep the
+transcript readable; everything else is printed exactly as it crossed the pipe.
+"""
+
+import argparse
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+import kb_store  # noqa: E402
+
+SERVER = os.path.join(ROOT, "kb_server.py")
+# A read that takes longer than this means the server hung: stop rather than wait forever.
+TIMEOUT_S = 15.0
+TWIN = "<structuredContent as JSON text>"
+
+
+class Session:
+    """A scripted MCP client that prints every line it sends and receives."""
+
+    def __init__(self, argv, full):
+        self.full = full
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.inbox = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.last_id = 0
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.inbox.put(line)
+        self.inbox.put(None)
+
+    def say(self, text):
+        """Print a comment line between messages."""
+        print("\n# " + text)
+
+    def send(self, message):
+        """Send one message and print it."""
+        line = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        print("-> " + line)
+        self.proc.stdin.write(line.encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self):
+        """The next message from the server, printed."""
+        line = self.inbox.get(timeout=TIMEOUT_S)
+        if line is None:
+            raise SystemExit("the server closed its output")
+        message = json.loads(line)
+        shown = message
+        content = (message.get("result") or {}).get("structuredContent")
+        if content is not None and not self.full:
+            shown = json.loads(line)
+            shown["result"]["content"][0]["text"] = TWIN
+        print("<- " + json.dumps(shown, ensure_ascii=False, separators=(",", ":")))
+        return message
+
+    def request(self, method, params):
+        """Send a request and return the next message."""
+        self.last_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.last_id, "method": method, "params": params})
+        return self.receive()
+
+    def tool(self, name, **arguments):
+        """Call a tool; returns the next message (its answer, or a question for the person)."""
+        return self.request("tools/call", {"name": name, "arguments": arguments})
+
+    def close(self):
+        """Close stdin, as a client does, and return the server's exit code."""
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=TIMEOUT_S)
+
+
+def make_store(path):
+    """A knowledge base ``support`` with three published articles."""
+    with kb_store.KBStore(path) as store:
+        store.create_knowledge_base("support", name="Customer support")
+        article = store.create_article(
+            "support", "Resetting your password",
+            "Open Settings > Security and choose Reset password. The link is valid for 1 hour.")
+        store.create_article("support", "Two-factor authentication",
+                             "Turn on 2FA under Settings > Security > Two-factor.")
+        store.create_article("support", "Billing and invoices",
+                             "Invoices are emailed on the first day of each month.")
+    return article
+
+
+def run(full):
+    """Play the session; returns the server's exit code."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "kb.db")
+        article = make_store(db)
+        argv = [sys.executable, SERVER, "--db", db, "--grant", "support", "--writes", "ask"]
+        print("# server: python kb_server.py --db kb.db --grant support --writes ask")
+        s = Session(argv, full)
+
+        s.say("Handshake. The client declares elicitation, so the server can ask its person.")
+        s.request("initialize", {"protocolVersion": "2025-11-25",
+                                 "capabilities": {"elicitation": {}},
+                                 "clientInfo": {"name": "transcript", "version": "1.0"}})
+        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        s.say("Search: every hit carries a citation.")
+        s.tool("search_knowledge_base", knowledge_base_id="support", query="reset password",
+               limit=2)
+
+        s.say("Read: keep the citation; its updated_at is the version to edit against.")
+        read = s.tool("read_knowledge_article", knowledge_base_id="support", article_id=article)
+        cited = read["result"]["structuredContent"]
+        cursor = cited["head_sequence"]
+
+        s.say("Meanwhile a colleague saves the article in the app (not over MCP).")
+        with kb_store.KBStore(db) as store:
+            store.save_article("support", article, content=cited["content"].replace(
+                "1 hour", "30 minutes"))
+
+        s.say("The agent edits with the version it cited: refused as stale, nobody is asked.")
+        s.tool("edit_knowledge_article", knowledge_base_id="support", article_id=article,
+               content=cited["content"] + "\nSSO users reset it with their identity provider.",
+               expected_version=cited["updated_at"], idempotency_key="add-sso-note-1")
+
+        s.say("Re-read, re-apply the change to what is there now.")
+        fresh = s.tool("read_knowledge_article", knowledge_base_id="support",
+                       article_id=article)["result"]["structuredContent"]
+
+        s.say("Retry with the new version and a new key: the server asks the person first.")
+        question = s.tool("edit_knowledge_article", knowledge_base_id="support",
+                          article_id=article,
+                          content=fresh["content"] + "\nSSO users reset it with their identity "
+                                                     "provider.",
+                          expected_version=fresh["updated_at"],
+                          idempotency_key="add-sso-note-2")
+        s.say("The person accepts; the edit is written.")
+        s.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}})
+        s.receive()
+
+        s.say("Poll from the cursor of the first read: what changed since the citation.")
+        s.tool("poll_resource_events", resource_type="knowledge_base", resource_id="support",
+               after_sequence=cursor)
+
+        s.say("Close stdin: the server exits 0.")
+        code = s.close()
+        print("# exit code %d" % code)
+        return code
+
+
+def main(argv=None):
+    """Print one session."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--full", action="store_true",
+                        help="print the JSON text twin of every structuredContent too")
+    args = parser.parse_args(argv)
+    return run(args.full)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

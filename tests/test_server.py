@@ -1,0 +1,907 @@
+"""kb_server.py as a client sees it: a subprocess spoken to in raw JSON-RPC lines."""
+
+import json
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import kb_store  # importable through conftest.py
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "kb_server.py"
+# Every read waits at most this long, so a hung server fails its test instead of the suite.
+TIMEOUT = 15.0
+LATEST = "2025-11-25"
+VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+EDIT = "edit_knowledge_article"
+DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
+def check_jsonrpc(message):
+    """Fail unless ``message`` is one valid JSON-RPC 2.0 request, notification or response."""
+    assert isinstance(message, dict), message
+    assert message.get("jsonrpc") == "2.0", message
+    if "method" in message:
+        assert isinstance(message["method"], str), message
+        assert "result" not in message and "error" not in message, message
+        if "id" in message:
+            assert isinstance(message["id"], (str, int)) and not isinstance(message["id"], bool)
+    else:
+        assert "id" in message, message
+        assert ("result" in message) != ("error" in message), message
+        if "error" in message:
+            error = message["error"]
+            assert isinstance(error["code"], int) and isinstance(error["message"], str), message
+        else:
+            assert message["id"] is not None, message
+
+
+def check_schema(value, schema, path="$"):
+    """A small JSON Schema check covering every keyword our output schemas use, and no more."""
+    known = {"type", "properties", "required", "additionalProperties", "items", "enum",
+             "minimum", "maximum", "minLength", "maxLength", "format", "description", "title"}
+    unknown = set(schema) - known
+    assert not unknown, "%s: schema keywords this check does not know: %s" % (path, unknown)
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool,
+             "integer": int, "number": (int, float), "null": type(None)}
+    if "type" in schema:
+        types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        ok = any(isinstance(value, kinds[t]) and not (t in ("integer", "number")
+                                                      and isinstance(value, bool))
+                 for t in types)
+        assert ok, "%s: %r is not of type %s" % (path, value, schema["type"])
+    if "enum" in schema:
+        assert value in schema["enum"], "%s: %r not in %s" % (path, value, schema["enum"])
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for name in schema.get("required", []):
+            assert name in value, "%s: missing required %r" % (path, name)
+        for name, item in value.items():
+            if name in properties:
+                check_schema(item, properties[name], "%s.%s" % (path, name))
+            else:
+                assert schema.get("additionalProperties", True) is not False, \
+                    "%s: unexpected property %r" % (path, name)
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            check_schema(item, schema["items"], "%s[%d]" % (path, i))
+    if isinstance(value, str):
+        assert len(value) >= schema.get("minLength", 0), path
+        assert len(value) <= schema.get("maxLength", len(value)), path
+        if schema.get("format") == "date-time":
+            assert DATE_TIME.match(value), "%s: %r is not a date-time" % (path, value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        assert value >= schema.get("minimum", value), path
+        assert value <= schema.get("maximum", value), path
+
+
+class Client:
+    """A raw JSON-RPC client driving one ``kb_server.py`` subprocess."""
+
+    def __init__(self, db, grants=("support",), writes=None, argv=None):
+        if argv is None:
+            argv = [str(SERVER), "--db", str(db)]
+            for kb_id in grants:
+                argv += ["--grant", kb_id]
+            if writes:
+                argv += ["--writes", writes]
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable] + argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._stderr, cwd=str(ROOT))
+        self.lines = []  # every line the server wrote to stdout
+        self._inbox = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._last_id = 0
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            self._inbox.put(line)
+        self._inbox.put(None)
+
+    def send(self, message):
+        """Send one message as one line."""
+        self.send_raw(json.dumps(message).encode("utf-8") + b"\n")
+
+    def send_raw(self, data):
+        """Send bytes as they are."""
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def recv(self, timeout=TIMEOUT):
+        """The next message from the server, checked to be valid JSON-RPC."""
+        try:
+            line = self._inbox.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("the server sent nothing for %s s" % timeout) from None
+        assert line is not None, "the server closed stdout; stderr:\n" + self.stderr()
+        assert line.endswith(b"\n")
+        message = json.loads(line.decode("utf-8"))
+        check_jsonrpc(message)
+        return message
+
+    def request(self, method, params=None, request_id=None):
+        """Send a request; returns its ID."""
+        if request_id is None:
+            self._last_id += 1
+            request_id = self._last_id
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return request_id
+
+    def notify(self, method, params=None):
+        """Send a notification."""
+        message = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def call(self, method, params=None, request_id=None):
+        """Send a request and return the next message, which must be its response."""
+        request_id = self.request(method, params, request_id)
+        response = self.recv()
+        assert response.get("id") == request_id and "method" not in response, response
+        return response
+
+    def initialize(self, version=LATEST, capabilities=None):
+        """The handshake: initialize, then notifications/initialized."""
+        response = self.call("initialize", {
+            "protocolVersion": version,
+            "capabilities": {} if capabilities is None else capabilities,
+            "clientInfo": {"name": "test-client", "version": "1.0"},
+        })
+        self.notify("notifications/initialized")
+        return response["result"]
+
+    def start_tool(self, name, **arguments):
+        """Send a tools/call; returns its ID."""
+        return self.request("tools/call", {"name": name, "arguments": arguments})
+
+    def tool(self, name, **arguments):
+        """Call a tool that must answer at once; returns the CallToolResult."""
+        response = self.call("tools/call", {"name": name, "arguments": arguments})
+        assert "result" in response, response
+        return response["result"]
+
+    def close(self):
+        """Close stdin and wait for the exit code."""
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        return self.proc.wait(timeout=TIMEOUT)
+
+    def stderr(self):
+        """Everything the server wrote to stderr so far."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", "replace")
+
+    def kill(self):
+        """Stop the server however it is doing."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=TIMEOUT)
+        self._reader.join(timeout=TIMEOUT)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._stderr.close()
+
+
+@pytest.fixture
+def start():
+    """Start servers; at teardown, every line each one wrote must be a JSON-RPC message."""
+    clients = []
+
+    def _start(*args, **kwargs):
+        client = Client(*args, **kwargs)
+        clients.append(client)
+        return client
+
+    yield _start
+    for client in clients:
+        client.kill()
+        for line in client.lines:
+            check_jsonrpc(json.loads(line.decode("utf-8")))
+
+
+def make_db(path, with_internal=True):
+    """A store file with knowledge base ``support`` (two articles and a draft)."""
+    with kb_store.KBStore(str(path)) as store:
+        store.create_knowledge_base("support", name="Support")
+        password = store.create_article(
+            "support", "Resetting your password",
+            "Open Settings, choose Security, then Reset password. Links expire after an hour.")
+        billing = store.create_article(
+            "support", "Billing and invoices", "Invoices are emailed on the first of each month.")
+        draft = store.create_article("support", "Password policy (draft)", "Not ready yet.",
+                                     published=False)
+        if with_internal:
+            store.create_knowledge_base("internal")
+            store.create_article("internal", "Salaries", "Confidential password list.")
+    return SimpleNamespace(path=path, password=password, billing=billing, draft=draft)
+
+
+@pytest.fixture
+def db(tmp_path):
+    return make_db(tmp_path / "kb.db")
+
+
+def store_read(db, article_id):
+    """The article as the store serves it now (not through the server)."""
+    with kb_store.KBStore(str(db.path)) as store:
+        return store.call_tool("read_knowledge_article",
+                               {"knowledge_base_id": "support", "article_id": article_id},
+                               granted=["support"])
+
+
+def store_head(db):
+    """The event log's head sequence of ``support``, read directly from the store."""
+    with kb_store.KBStore(str(db.path)) as store:
+        return store.call_tool("poll_resource_events",
+                               {"resource_type": "knowledge_base", "resource_id": "support"},
+                               granted=["support"])["head_sequence"]
+
+
+def error_of(result):
+    """The tool error inside an isError CallToolResult."""
+    assert result.get("isError") is True, result
+    assert "structuredContent" not in result, result
+    [block] = result["content"]
+    assert block["type"] == "text"
+    return json.loads(block["text"])["error"]
+
+
+def structured(result):
+    """The structuredContent of a successful CallToolResult, checked against its text twin."""
+    assert not result.get("isError"), result
+    [block] = result["content"]
+    assert block["type"] == "text"
+    assert json.loads(block["text"]) == result["structuredContent"]
+    return result["structuredContent"]
+
+
+def edit_args(db, article_id, version, content, key, **extra):
+    """Arguments of an edit_knowledge_article call in ``support``."""
+    args = {"knowledge_base_id": "support", "article_id": article_id, "content": content,
+            "expected_version": version, "idempotency_key": key}
+    args.update(extra)
+    return args
+
+
+def begin_edit(client, db, content="New text.", key="k1", **extra):
+    """Read the password article, then send an edit of it; returns (call ID, version read)."""
+    version = structured(client.tool("read_knowledge_article", knowledge_base_id="support",
+                                     article_id=db.password))["updated_at"]
+    call_id = client.start_tool(EDIT, **edit_args(db, db.password, version, content, key, **extra))
+    return call_id, version
+
+
+def expect_elicitation(client):
+    """The next message, which must be the server's approval question."""
+    message = client.recv()
+    assert message.get("method") == "elicitation/create", message
+    assert isinstance(message["id"], (str, int))
+    return message
+
+
+def answer(client, question, action):
+    """Answer an approval question as the person would: accept, decline or cancel."""
+    client.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": action}})
+
+
+# -- handshake ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_handshake_echoes_each_supported_version(start, db, version):
+    client = start(db.path)
+    result = client.initialize(version)
+    assert result["protocolVersion"] == version
+    assert result["capabilities"] == {"tools": {"listChanged": False}}
+    assert result["serverInfo"]["name"] == "kb-server" and result["serverInfo"]["version"]
+    instructions = result["instructions"]
+    for needle in ("citation", "expected_version", "poll_resource_events", "Re-read"):
+        assert needle in instructions
+    assert client.call("ping")["result"] == {}
+
+
+def test_handshake_answers_latest_for_an_unknown_version(start, db):
+    client = start(db.path)
+    assert client.initialize("2099-01-01")["protocolVersion"] == LATEST
+
+
+def test_requests_before_initialize_are_refused_but_ping_is_answered(start, db):
+    client = start(db.path)
+    assert client.call("ping", request_id="p")["result"] == {}
+    response = client.call("tools/list")
+    assert response["error"]["code"] == -32600
+    assert "initialize" in response["error"]["message"]
+    client.initialize()
+    response = client.call("initialize", {"protocolVersion": LATEST})
+    assert response["error"]["code"] == -32600 and "already" in response["error"]["message"]
+
+
+def test_initialize_without_a_version_is_invalid_params(start, db):
+    client = start(db.path)
+    assert client.call("initialize", {"capabilities": {}})["error"]["code"] == -32602
+    assert client.initialize()["protocolVersion"] == LATEST
+
+
+# -- tools/list -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("writes", ["ask", "allow"])
+def test_tools_list_is_the_store_tools_with_output_schemas(start, db, writes):
+    client = start(db.path, writes=writes)
+    client.initialize()
+    tools = client.call("tools/list")["result"]["tools"]
+    assert tools == kb_store.TOOLS
+    assert [t["name"] for t in tools] == ["search_knowledge_base", "read_knowledge_article",
+                                          EDIT, "poll_resource_events"]
+    for tool in tools:
+        assert tool["outputSchema"]["type"] == "object"
+        assert tool["inputSchema"]["type"] == "object"
+    assert client.call("tools/list", {"cursor": "x"})["error"]["code"] == -32602
+
+
+def test_writes_deny_hides_the_edit_tool_and_refuses_calls(start, db):
+    client = start(db.path, writes="deny")
+    client.initialize(capabilities={"elicitation": {}})
+    names = [t["name"] for t in client.call("tools/list")["result"]["tools"]]
+    assert names == ["search_knowledge_base", "read_knowledge_article", "poll_resource_events"]
+    before = store_read(db, db.password)
+    response = client.call("tools/call", {"name": EDIT, "arguments": edit_args(
+        db, db.password, before["updated_at"], "Hacked.", "k1")})
+    assert response["error"]["code"] == -32602
+    assert "--writes deny" in response["error"]["message"]
+    assert store_read(db, db.password) == before
+
+
+# -- tools/call -----------------------------------------------------------------------------------
+
+def test_every_tool_result_matches_its_output_schema(start, db):
+    client = start(db.path, writes="allow")
+    client.initialize()
+    schemas = {t["name"]: t["outputSchema"] for t in client.call("tools/list")["result"]["tools"]}
+
+    found = structured(client.tool("search_knowledge_base", knowledge_base_id="support",
+                                   query="password"))
+    check_schema(found, schemas["search_knowledge_base"])
+    assert [hit["article_id"] for hit in found["results"]] == [db.password]
+    assert found["results"][0]["citation"]["updated_at"] == found["results"][0]["updated_at"]
+
+    read = structured(client.tool("read_knowledge_article", knowledge_base_id="support",
+                                  article_id=db.password))
+    check_schema(read, schemas["read_knowledge_article"])
+    assert read["citation"] == {"knowledge_base_id": "support", "article_id": db.password,
+                                "updated_at": read["updated_at"]}
+
+    args = edit_args(db, db.password, read["updated_at"], read["content"] + "\nSee also SSO.",
+                     "edit-1", title="Reset your password")
+    edited = structured(client.tool(EDIT, **args))
+    check_schema(edited, schemas[EDIT])
+    assert edited["replayed"] is False and edited["previous_version"] == read["updated_at"]
+    assert edited["title"] == "Reset your password"
+    replay = structured(client.tool(EDIT, **args))
+    check_schema(replay, schemas[EDIT])
+    assert replay["replayed"] is True and replay["updated_at"] == edited["updated_at"]
+
+    polled = structured(client.tool("poll_resource_events", resource_type="knowledge_base",
+                                    resource_id="support", after_sequence=read["head_sequence"]))
+    check_schema(polled, schemas["poll_resource_events"])
+    assert [e["sequence"] for e in polled["events"]] == [edited["event"]["sequence"]]
+    assert polled["events"][0]["article_id"] == db.password
+    assert store_read(db, db.password)["content"].endswith("See also SSO.")
+
+
+def test_tool_errors_are_results_with_is_error(start, db):
+    client = start(db.path, writes="allow")
+    client.initialize()
+    error = error_of(client.tool("search_knowledge_base", knowledge_base_id="support", query="x"))
+    assert error["code"] == "invalid_argument" and error["message"]
+    error = error_of(client.tool("read_knowledge_article", knowledge_base_id="support"))
+    assert error["code"] == "invalid_argument"
+    error = error_of(client.tool("read_knowledge_article", knowledge_base_id="support",
+                                 article_id=db.draft))
+    assert error["code"] == "not_found"
+
+    version = store_read(db, db.password)["updated_at"]
+    structured(client.tool(EDIT, **edit_args(db, db.password, version, "One.", "a")))
+    current = store_read(db, db.password)["updated_at"]
+    error = error_of(client.tool(EDIT, **edit_args(db, db.password, version, "Two.", "b")))
+    assert error["code"] == "version_conflict"
+    assert error["details"]["current_version"] == current
+    error = error_of(client.tool(EDIT, **edit_args(db, db.password, current, "Three.", "a")))
+    assert error["code"] == "idempotency_key_reused"
+    assert store_read(db, db.password)["content"] == "One."
+
+
+def test_an_ungranted_knowledge_base_looks_exactly_like_a_missing_one(start, tmp_path):
+    granted_elsewhere = make_db(tmp_path / "with.db", with_internal=True)
+    missing = make_db(tmp_path / "without.db", with_internal=False)
+    answers = []
+    for db in (granted_elsewhere, missing):
+        client = start(db.path)
+        client.initialize()
+        answers.append([
+            client.call("tools/call", {"name": name, "arguments": args}, request_id=7)
+            for name, args in [
+                ("search_knowledge_base", {"knowledge_base_id": "internal", "query": "password"}),
+                ("read_knowledge_article", {"knowledge_base_id": "internal",
+                                            "article_id": "art-000001"}),
+                ("poll_resource_events", {"resource_type": "knowledge_base",
+                                          "resource_id": "internal"}),
+            ]
+        ])
+    assert answers[0] == answers[1]
+    assert all(error_of(r["result"])["code"] == "not_found" for r in answers[0])
+
+
+def test_unknown_tool_is_a_protocol_error(start, db):
+    client = start(db.path)
+    client.initialize()
+    response = client.call("tools/call", {"name": "drop_tables", "arguments": {}})
+    assert response["error"]["code"] == -32602
+    assert "drop_tables" in response["error"]["message"]
+
+
+@pytest.mark.parametrize("params", [
+    {"arguments": {}},
+    {"name": 42},
+    {"name": "search_knowledge_base", "arguments": ["support", "password"]},
+    {"name": "search_knowledge_base", "arguments": "support"},
+])
+def test_malformed_tools_call_is_invalid_params(start, db, params):
+    client = start(db.path)
+    client.initialize()
+    assert client.call("tools/call", params)["error"]["code"] == -32602
+
+
+# -- protocol errors ------------------------------------------------------------------------------
+
+def test_unknown_methods_are_answered_at_once(start, db):
+    client = start(db.path)
+    # server/discover comes before the handshake from newer clients: it must not time out.
+    response = client.call("server/discover", {}, request_id="d")
+    assert response["error"]["code"] == -32601
+    client.initialize()
+    for method in ("server/discover", "resources/list", "prompts/list", "tools/delete"):
+        assert client.call(method)["error"]["code"] == -32601
+
+
+@pytest.mark.parametrize("line,code", [
+    (b"this is not json\n", -32700),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "ping"\n', -32700),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "\xff\xfe"}\n', -32700),
+    pytest.param(b"[" * 100000 + b"]" * 100000 + b"\n", -32700, id="nested-too-deep"),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "\\ud800"}\n', -32601),
+    (b"42\n", -32600),
+    (b'"ping"\n', -32600),
+    (b"[]\n", -32600),
+    (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]\n', -32600),
+    (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}\n', -32600),
+    (b'{"id": 1, "method": "ping"}\n', -32600),
+    (b'{"jsonrpc": "2.0"}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": 1}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": 5}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}\n', -32600),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]}\n', -32602),
+])
+def test_bad_lines_get_an_error_and_the_server_lives_on(start, db, line, code):
+    client = start(db.path)
+    client.initialize()
+    client.send_raw(line)
+    response = client.recv()
+    assert response["error"]["code"] == code
+    if code == -32700:
+        assert response["id"] is None
+    assert client.call("ping", request_id="alive")["result"] == {}
+
+
+def test_notifications_are_never_answered_and_zero_is_an_id(start, db):
+    client = start(db.path)
+    client.initialize()
+    client.notify("notifications/initialized")
+    client.notify("notifications/roots/list_changed")
+    client.notify("notifications/cancelled", {"requestId": 12345, "reason": "nothing to stop"})
+    client.notify("notifications/cancelled", "malformed")
+    client.notify("ping")
+    client.notify("tools/list")
+    client.send_raw(b"\n   \n")
+    response = client.call("ping", request_id=0)
+    assert response == {"jsonrpc": "2.0", "id": 0, "result": {}}
+    assert client.call("ping", request_id="")["id"] == ""
+
+
+def test_responses_to_unknown_requests_are_ignored(start, db):
+    client = start(db.path)
+    client.initialize()
+    client.send({"jsonrpc": "2.0", "id": "approve-99", "result": {"action": "accept"}})
+    client.send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "x"}})
+    assert client.call("ping", request_id=5)["result"] == {}
+
+
+# -- approval of writes ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version,capabilities,with_mode", [
+    ("2025-11-25", {"elicitation": {}}, True),
+    ("2025-11-25", {"elicitation": {"form": {}, "url": {}}}, True),
+    ("2025-06-18", {"elicitation": {}}, False),
+])
+def test_an_accepted_edit_is_written(start, db, version, capabilities, with_mode):
+    client = start(db.path)
+    client.initialize(version, capabilities)
+    call_id, version_read = begin_edit(client, db, content="Short.", title="Password reset")
+    question = expect_elicitation(client)
+    params = question["params"]
+    assert ("mode" in params) == with_mode and params.get("mode", "form") == "form"
+    assert params["requestedSchema"]["type"] == "object"
+    assert isinstance(params["requestedSchema"]["properties"], dict)
+    message = params["message"]
+    current_bytes = len(store_read(db, db.password)["content"].encode("utf-8"))
+    for needle in ('"support"', '"Resetting your password"', db.password, '"Password reset"',
+                   "{:,} bytes".format(current_bytes), "6 bytes", version_read):
+        assert needle in message, (needle, message)
+    assert store_read(db, db.password)["updated_at"] == version_read  # not written yet
+
+    answer(client, question, "accept")
+    response = client.recv()
+    assert response["id"] == call_id
+    edited = structured(response["result"])
+    assert edited["replayed"] is False
+    after = store_read(db, db.password)
+    assert (after["content"], after["title"]) == ("Short.", "Password reset")
+    assert after["updated_at"] == edited["updated_at"] != version_read
+
+
+@pytest.mark.parametrize("reply", [
+    {"result": {"action": "decline"}},
+    {"result": {"action": "cancel"}},
+    {"result": {"action": "maybe"}},
+    {"result": {}},
+    {"error": {"code": -32602, "message": "form mode not supported"}},
+])
+def test_a_declined_cancelled_or_failed_question_writes_nothing(start, db, reply):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    head = store_head(db)
+    before = store_read(db, db.password)
+    call_id, _ = begin_edit(client, db)
+    question = expect_elicitation(client)
+    client.send(dict({"jsonrpc": "2.0", "id": question["id"]}, **reply))
+    response = client.recv()
+    assert response["id"] == call_id
+    error = error_of(response["result"])
+    assert error["code"] == "write_not_approved"
+    assert "Nothing was written" in error["message"]
+    assert error["details"]["article_id"] == db.password
+    assert store_read(db, db.password) == before
+    assert store_head(db) == head
+
+
+@pytest.mark.parametrize("version,capabilities", [
+    ("2025-11-25", {}),
+    ("2025-11-25", {"sampling": {}, "roots": {"listChanged": True}}),
+    ("2025-11-25", {"elicitation": {"url": {}}}),
+    ("2025-03-26", {"elicitation": {}}),
+])
+def test_a_client_that_cannot_ask_gets_edits_refused(start, db, version, capabilities):
+    client = start(db.path)
+    client.initialize(version, capabilities)
+    before = store_read(db, db.password)
+    call_id, _ = begin_edit(client, db)
+    response = client.recv()  # the answer itself: no elicitation/create was sent
+    assert response["id"] == call_id
+    error = error_of(response["result"])
+    assert error["code"] == "write_not_approved"
+    assert "--writes ask" in error["message"] and "--writes allow" in error["message"]
+    assert store_read(db, db.password) == before
+
+
+def test_no_question_before_the_client_says_initialized(start, db):
+    client = start(db.path)
+    client.call("initialize", {"protocolVersion": LATEST, "capabilities": {"elicitation": {}}})
+    call_id, _ = begin_edit(client, db)
+    response = client.recv()  # the spec lets the server send no request before `initialized`
+    assert response["id"] == call_id
+    error = error_of(response["result"])
+    assert error["code"] == "write_not_approved"
+    assert "notifications/initialized" in error["message"]
+    client.notify("notifications/initialized")
+    begin_edit(client, db, key="k2")
+    answer(client, expect_elicitation(client), "accept")
+    assert structured(client.recv()["result"])["replayed"] is False
+
+
+def test_every_edit_asks_again(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    asked = []
+    for n in range(3):
+        call_id, _ = begin_edit(client, db, content="Version %d." % n, key="key-%d" % n)
+        question = expect_elicitation(client)
+        asked.append(question["id"])
+        answer(client, question, "accept")
+        assert structured(client.recv()["result"])["replayed"] is False
+    assert len(set(asked)) == 3
+    assert store_read(db, db.password)["content"] == "Version 2."
+
+
+def test_a_replay_returns_the_stored_result_without_asking(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    call_id, version = begin_edit(client, db, content="Once.", key="same-key")
+    answer(client, expect_elicitation(client), "accept")
+    first = structured(client.recv()["result"])
+    head = store_head(db)
+
+    replay = client.tool(EDIT, **edit_args(db, db.password, version, "Once.", "same-key"))
+    replayed = structured(replay)  # the response itself: no second question came first
+    assert replayed["replayed"] is True
+    assert dict(replayed, replayed=False) == first
+    assert store_head(db) == head
+
+    # The same key with another payload is refused, also without asking.
+    error = error_of(client.tool(EDIT, **edit_args(db, db.password, version, "Twice.",
+                                                   "same-key")))
+    assert error["code"] == "idempotency_key_reused"
+
+
+def test_a_stale_edit_is_refused_without_asking(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    stale = store_read(db, db.password)["updated_at"]
+    with kb_store.KBStore(str(db.path)) as store:
+        store.save_article("support", db.password, content="A colleague's fix.")
+    error = error_of(client.tool(EDIT, **edit_args(db, db.password, stale, "Mine.", "k")))
+    assert error["code"] == "version_conflict"
+    assert error["details"]["current_version"] == store_read(db, db.password)["updated_at"]
+    error = error_of(client.tool(EDIT, **edit_args(db, db.draft, stale, "Mine.", "k2")))
+    assert error["code"] == "not_found"
+    error = error_of(client.tool(EDIT, **edit_args(db, db.password, stale, "", "k3")))
+    assert error["code"] == "invalid_argument"
+
+
+def test_the_server_keeps_answering_while_a_person_decides(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    call_id, _ = begin_edit(client, db, content="Approved text.")
+    question = expect_elicitation(client)
+
+    assert client.call("ping", request_id="while-waiting")["result"] == {}
+    read = structured(client.tool("read_knowledge_article", knowledge_base_id="support",
+                                  article_id=db.billing))
+    assert read["title"] == "Billing and invoices"
+    # A second edit waits for its own answer beside the first.
+    other_id = client.start_tool(EDIT, **edit_args(db, db.billing, read["updated_at"],
+                                                   "Billing v2.", "k2"))
+    other_question = expect_elicitation(client)
+    assert other_question["id"] != question["id"]
+    assert "Billing and invoices" in other_question["params"]["message"]
+
+    answer(client, other_question, "decline")
+    response = client.recv()
+    assert response["id"] == other_id
+    assert error_of(response["result"])["code"] == "write_not_approved"
+    answer(client, question, "accept")
+    response = client.recv()
+    assert response["id"] == call_id
+    assert structured(response["result"])["replayed"] is False
+    assert store_read(db, db.password)["content"] == "Approved text."
+    assert store_read(db, db.billing)["content"] == read["content"]
+
+
+def test_a_cancelled_call_gets_no_response_and_writes_nothing(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    before = store_read(db, db.password)
+    call_id, _ = begin_edit(client, db, content="Never written.")
+    question = expect_elicitation(client)
+    client.notify("notifications/cancelled", {"requestId": call_id, "reason": "user hit stop"})
+    withdrawn = client.recv()
+    assert withdrawn["method"] == "notifications/cancelled" and "id" not in withdrawn
+    assert withdrawn["params"]["requestId"] == question["id"]
+    answer(client, question, "accept")  # too late: must be ignored
+    # The next message is the ping's answer: nothing was sent for the cancelled call.
+    assert client.call("ping", request_id="after-cancel")["result"] == {}
+    assert store_read(db, db.password) == before
+
+
+def test_writes_allow_never_asks(start, db):
+    client = start(db.path, writes="allow")
+    client.initialize(capabilities={"elicitation": {}})
+    call_id, _ = begin_edit(client, db, content="Trusted automation.")
+    response = client.recv()
+    assert response["id"] == call_id
+    assert structured(response["result"])["replayed"] is False
+    assert store_read(db, db.password)["content"] == "Trusted automation."
+
+
+# -- transport ------------------------------------------------------------------------------------
+
+def patched(db, patch):
+    """Server argv that first runs ``patch`` (Python source) with kb_server imported."""
+    source = "\n".join([
+        "import os, sqlite3, sys",
+        "sys.path.insert(0, %r)" % str(ROOT),
+        "import kb_server, kb_store",
+        patch,
+        "sys.exit(kb_server.main(sys.argv[1:]))",
+    ])
+    return ["-c", source, "--db", str(db.path), "--grant", "support"]
+
+
+NOISY_PING = """
+def noisy_ping(self, params):
+    print("stray print from a tool")
+    sys.stdout.write("stray write\\n")
+    os.write(1, b"stray bytes on fd 1\\n")
+    return {}
+kb_server.KBServer._ping = noisy_ping
+"""
+
+FAILING_STORE = """
+real_call_tool = kb_store.KBStore.call_tool
+def failing_call_tool(self, name, arguments, *, granted):
+    if arguments.get("query") == "locked":
+        raise sqlite3.OperationalError("database is locked")
+    if arguments.get("query") == "bug!":
+        raise RuntimeError("a bug")
+    return real_call_tool(self, name, arguments, granted=granted)
+kb_store.KBStore.call_tool = failing_call_tool
+"""
+
+
+def test_a_database_failure_is_a_tool_error_and_a_bug_an_internal_error(start, db):
+    client = start(db.path, argv=patched(db, FAILING_STORE))
+    client.initialize()
+    error = error_of(client.tool("search_knowledge_base", knowledge_base_id="support",
+                                 query="locked"))
+    assert error["code"] == "store_failed" and "database is locked" in error["message"]
+    response = client.call("tools/call", {"name": "search_knowledge_base", "arguments": {
+        "knowledge_base_id": "support", "query": "bug!"}})
+    assert response["error"]["code"] == -32603
+    found = structured(client.tool("search_knowledge_base", knowledge_base_id="support",
+                                   query="password"))
+    assert found["results"]
+    assert "RuntimeError: a bug" in client.stderr()
+
+
+def test_stdout_carries_protocol_messages_only(start, db):
+    client = start(db.path, argv=patched(db, NOISY_PING))
+    client.initialize()
+    assert client.call("ping", request_id="noisy")["result"] == {}
+    client.tool("search_knowledge_base", knowledge_base_id="support", query="password")
+    assert client.close() == 0
+    client._reader.join(timeout=TIMEOUT)
+    for line in client.lines:
+        check_jsonrpc(json.loads(line.decode("utf-8")))
+    stderr = client.stderr()
+    for stray in ("stray print from a tool", "stray write", "stray bytes on fd 1"):
+        assert stray in stderr
+
+
+def test_the_transcript_example_runs():
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "transcript.py")],
+                          capture_output=True, timeout=60, cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode("utf-8")
+    for needle in ('"code\\":\\"version_conflict\\"', '"method":"elicitation/create"',
+                   '"action":"accept"', '"replayed":false', '"type":"article.updated"',
+                   "# exit code 0"):
+        assert needle in out, needle
+
+
+def test_exit_on_eof(start, db):
+    client = start(db.path)
+    client.initialize()
+    assert client.close() == 0
+
+
+def test_exit_on_eof_while_a_person_decides(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    before = store_read(db, db.password)
+    begin_edit(client, db)
+    expect_elicitation(client)
+    assert client.close() == 0
+    assert store_read(db, db.password) == before
+
+
+def test_exit_on_eof_before_anything(start, db):
+    client = start(db.path)
+    assert client.close() == 0
+    assert client.lines == []
+
+
+# -- several servers on one database --------------------------------------------------------------
+
+def test_two_servers_edit_one_database(start, db):
+    first, second = start(db.path, writes="allow"), start(db.path, writes="allow")
+    for client in (first, second):
+        client.initialize()
+    head = store_head(db)
+
+    # Both read the same version and edit at once: exactly one wins.
+    version = store_read(db, db.password)["updated_at"]
+    ids = [c.start_tool(EDIT, **edit_args(db, db.password, version, "From %s." % n, "race-%s" % n))
+           for n, c in (("one", first), ("two", second))]
+    results = [c.recv() for c in (first, second)]
+    assert [r["id"] for r in results] == ids
+    won = [r for r in results if not r["result"].get("isError")]
+    lost = [r for r in results if r["result"].get("isError")]
+    assert len(won) == 1 and len(lost) == 1
+    assert error_of(lost[0]["result"])["code"] == "version_conflict"
+
+    # The same key and payload through both servers at once: written once, replayed once.
+    version = store_read(db, db.password)["updated_at"]
+    for client in (first, second):
+        client.start_tool(EDIT, **edit_args(db, db.password, version, "Shared.", "shared-key"))
+    shared = [structured(c.recv()["result"]) for c in (first, second)]
+    assert sorted(s["replayed"] for s in shared) == [False, True]
+    assert shared[0]["updated_at"] == shared[1]["updated_at"]
+
+    # Taking turns, each re-reading and retrying after a rejection: no edit is lost.
+    written = 0
+    for n in range(10):
+        for name, client in (("one", first), ("two", second)):
+            for attempt in range(5):
+                read = structured(client.tool("read_knowledge_article",
+                                              knowledge_base_id="support",
+                                              article_id=db.password))
+                result = client.tool(EDIT, **edit_args(
+                    db, db.password, read["updated_at"],
+                    read["content"] + "\n%s %d" % (name, n), "%s-%d-%d" % (name, n, attempt)))
+                if not result.get("isError"):
+                    written += 1
+                    break
+                assert error_of(result)["code"] == "version_conflict"
+            else:
+                pytest.fail("an edit never got through")
+    content = store_read(db, db.password)["content"]
+    lines = content.splitlines()
+    assert lines[0] == "Shared."
+    assert lines[1:] == ["%s %d" % (name, n) for n in range(10) for name in ("one", "two")]
+    assert written == 20
+
+    polled = structured(first.tool("poll_resource_events", resource_type="knowledge_base",
+                                   resource_id="support", after_sequence=head))
+    assert [e["sequence"] for e in polled["events"]] == list(range(head + 1, head + 23))
+    assert polled["head_sequence"] == head + 22  # the race's winner, the shared key, 20 turns
+
+
+# -- startup --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,needle", [
+    (["--db", "{db}"], "--grant"),
+    (["--grant", "support"], "--db"),
+    (["--db", "{missing}", "--grant", "support"], "--db"),
+    (["--db", "{db}", "--grant", "support", "--grant", "nope"], "'nope'"),
+    (["--db", "{db}", "--grant", ""], "--grant"),
+    (["--db", "{db}", "--grant", "support", "--writes", "sometimes"], "--writes"),
+    (["--db", "{garbage}", "--grant", "support"], "--db"),
+    (["--db", "{tmp}", "--grant", "support"], "--db"),
+])
+def test_bad_startup_is_a_clear_error_not_a_half_started_server(db, tmp_path, args, needle):
+    (tmp_path / "garbage.db").write_bytes(b"this is not a database, " * 100)
+    paths = {"db": str(db.path), "missing": str(tmp_path / "missing.db"),
+             "garbage": str(tmp_path / "garbage.db"), "tmp": str(tmp_path)}
+    argv = [a.format(**paths) for a in args]
+    done = subprocess.run([sys.executable, str(SERVER)] + argv, input=b"", capture_output=True,
+                          timeout=TIMEOUT, cwd=str(ROOT))
+    assert done.returncode != 0
+    assert done.stdout == b""
+    stderr = done.stderr.decode("utf-8")
+    assert needle in stderr, stderr
+    assert not (tmp_path / "missing.db").exists()
