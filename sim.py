@@ -463,6 +463,8 @@ class DayRun:
         self.titles = set(plan.titles)
         self.hourly = []
         self.detection = None
+        self.by_position = None
+        self.first_hit_is_target = 0
         self.mismatches = []
         self.edit_rows = {d: _edit_row(d) for d in config.delays}
         self.idempotency = {"successful_edits": 0, "replays": 0, "replays_marked": 0,
@@ -494,6 +496,8 @@ class DayRun:
         return {
             "hourly": self.hourly,
             "detection": self.detection,
+            "by_position": self.by_position,
+            "first_hit_is_target": self.first_hit_is_target,
             "cost": self.agent.cost,
             "edits": [self.edit_rows[d] for d in self.config.delays],
             "idempotency": self.idempotency,
@@ -541,8 +545,11 @@ class DayRun:
 
     def _question(self, question):
         """The agent answers a question made of its target article's current title words."""
-        target = self.store.get_article(KB_ID, self.article_ids[question.target])
-        self.agent.answer(target["title"].lower())
+        target_id = self.article_ids[question.target]
+        target = self.store.get_article(KB_ID, target_id)
+        cited = self.agent.answers[self.agent.answer(target["title"].lower())]
+        if cited and self.agent.citations[cited[0]].article_id == target_id:
+            self.first_hit_is_target += 1
 
     def _edit(self, arg):
         """After the delay, edit the answer's first cited article with the citation's version."""
@@ -627,6 +634,12 @@ class DayRun:
             "answers_with_stale": answers_stale,
         })
         if hour == self.config.hours:
+            self.by_position = [{"position": p + 1, "citations": 0, "stale": 0}
+                                for p in range(CITATIONS_PER_ANSWER)]
+            for cited in agent.answers:
+                for p, c in enumerate(cited):
+                    self.by_position[p]["citations"] += 1
+                    self.by_position[p]["stale"] += agent.citations[c].key in stale_keys
             self.detection = {
                 "ground_truth": self._detected(truth, truth, cause),
                 "title_only": self._detected(title_only, truth, cause),
@@ -692,6 +705,7 @@ def run_part(seed, config, part, db_dir=None):
         top = set(plan.ranking[:10])
         result["workload"] = {
             "questions": len(plan.questions),
+            "first_hit_is_target": result["first_hit_is_target"],
             "questions_top10": sum(1 for q in plan.questions if q.target in top),
             "saves": len(plan.saves),
             "saves_top10": sum(1 for s in plan.saves if s.zipf_article in top),
@@ -739,6 +753,14 @@ def summarize(per_seed, config):
             row["hour"] = h + 1
             rows.append(row)
         staleness[mode] = rows
+        positions = []
+        for p in range(CITATIONS_PER_ANSWER):
+            row = {}
+            for r in per_seed:
+                _add(row, r[mode]["by_position"][p])
+            row["position"] = p + 1
+            positions.append(row)
+        staleness[mode + "_by_position"] = positions
     detection, cost = {}, {}
     for mode in ("zipf", "uniform"):
         detection[mode] = {}
@@ -856,6 +878,17 @@ def render(report, per_seed=False):
     header = ["hour"] + ["%s %s" % (m, c) for m in ("zipf", "ctrl") for c in (
         "citations", "stale", "distinct", "stale distinct", "answers", "answers w/ stale")]
     out.append(_table(header, rows) + "\n")
+
+    out.append("End of day by the citation's place in its answer (1: the top search hit, which "
+               "is the question's own article in %s of Zipf answers):\n"
+               % _pct(report["workload"]["first_hit_is_target"], report["workload"]["questions"]))
+    rows = []
+    for z, u in zip(report["staleness"]["zipf_by_position"],
+                    report["staleness"]["uniform_by_position"]):
+        rows.append([z["position"], _n(z["citations"]),
+                     "%s (%s)" % (_n(z["stale"]), _pct(z["stale"], z["citations"])),
+                     "%s (%s)" % (_n(u["stale"]), _pct(u["stale"], u["citations"]))])
+    out.append(_table(["position", "citations", "zipf stale", "ctrl stale"], rows) + "\n")
 
     out.append("## 2. Detection at end of day (Zipf)\n")
     det = report["detection"]
