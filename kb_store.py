@@ -659,6 +659,21 @@ def split_markdown(text, fallback_title):
             return line[2:].strip(), body or line[2:].strip()
     return fallback_title, text.strip("\n") or fallback_title
 
+def _conflict(kb, row, expected_version):
+    """The version_conflict for an article whose current row is ``row``."""
+    return VersionConflict(
+        "article %r in knowledge base %r has changed: the current version is %s, not %s. "
+        "Re-read it with read_knowledge_article, re-apply your change to the current content, "
+        "and retry with expected_version %s and a new idempotency_key."
+        % (row["article_id"], kb["kb_id"], row["updated_at"], expected_version,
+           row["updated_at"]),
+        knowledge_base_id=kb["kb_id"],
+        article_id=row["article_id"],
+        expected_version=expected_version,
+        current_version=row["updated_at"],
+    )
+
+
 def _granted(granted):
     """The granted knowledge-base IDs as a set; a lone string is a mistake, not a set of letters."""
     if isinstance(granted, str):
@@ -680,12 +695,6 @@ class KBStore:
             path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
         )
         self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        if path != ":memory:" and not str(path).startswith("file::memory:"):
-            # WAL lets readers run beside the one writer; NORMAL sync is crash-safe in WAL mode
-            # (a killed process loses nothing committed; only power loss may drop the last commits).
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
         self._handlers = {
             "search_knowledge_base": self._search,
             "read_knowledge_article": self._read,
@@ -694,7 +703,18 @@ class KBStore:
         }
         self._schemas = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
         self._snippets = {}  # insertion-ordered: the first key is the least recently used
-        self._init_schema()
+        try:
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            # Check (or create) the schema first, so a file that is not ours is left untouched.
+            self._init_schema()
+            if path != ":memory:" and not str(path).startswith("file::memory:"):
+                # WAL lets readers run beside the one writer; NORMAL sync is crash-safe in WAL
+                # (a killed process loses nothing committed; power loss may drop the last ones).
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            self._conn.close()
+            raise
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -850,11 +870,17 @@ class KBStore:
         """Save new text and visibility for one article; index, version and event follow."""
         version_us = self._next_version(row["version_us"])
         updated_at = format_version(version_us)
-        self._conn.execute(
+        # The compare-and-swap: the row changes only if it still holds the version (and the
+        # visibility) this transaction read; the event and index below rely on that.
+        written = self._conn.execute(
             "UPDATE articles SET title = ?, content = ?, published = ?, version_us = ?, "
-            "updated_at = ? WHERE pk = ?",
-            (title, content, int(published), version_us, updated_at, row["pk"]),
-        )
+            "updated_at = ? WHERE pk = ? AND version_us = ? AND published = ?",
+            (title, content, int(published), version_us, updated_at, row["pk"],
+             row["version_us"], row["published"]),
+        ).rowcount
+        if written != 1:
+            current = self._article(kb, row["article_id"], published_only=False)
+            raise _conflict(kb, current, row["updated_at"])
         if row["published"]:
             self._fts_remove(kb["pk"], row["pk"], row["title"], row["content"])
         if published:
@@ -1116,17 +1142,7 @@ class KBStore:
             return kb, None, fingerprint, result
         row = self._article(kb, args["article_id"], published_only=True)
         if expected_us != row["version_us"]:
-            raise VersionConflict(
-                "article %r in knowledge base %r has changed: the current version is %s, not "
-                "%s. Re-read it with read_knowledge_article, re-apply your change to the "
-                "current content, and retry with expected_version %s and a new idempotency_key."
-                % (row["article_id"], kb["kb_id"], row["updated_at"], args["expected_version"],
-                   row["updated_at"]),
-                knowledge_base_id=kb["kb_id"],
-                article_id=row["article_id"],
-                expected_version=args["expected_version"],
-                current_version=row["updated_at"],
-            )
+            raise _conflict(kb, row, args["expected_version"])
         return kb, row, fingerprint, None
 
     def _edit(self, args, granted):
@@ -1189,7 +1205,7 @@ class KBStore:
                 argument="resource_type",
             )
         after = args.get("after_sequence", 0)
-        limit = args.get("limit", EVENTS_LIMIT_MAX)
+        limit = args.get("limit", EVENTS_LIMIT_DEFAULT)
         with self.transaction("DEFERRED") as conn:
             kb = self._kb(args["resource_id"], granted)
             head = kb["head_sequence"]
