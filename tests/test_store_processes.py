@@ -1,0 +1,225 @@
+"""Real processes on one database file: racing edits, and a writer killed with SIGKILL."""
+
+import json
+import queue
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kb_store import KBStore
+
+WORKER = str(Path(__file__).resolve().parent / "store_worker.py")
+KB = "kb-proc"
+# Generous: a loaded two-core machine may take seconds to start Python; a healthy run needs
+# far less, and a hung worker must fail the test rather than hang it.
+LINE_TIMEOUT_S = 60.0
+
+
+class Worker:
+    """A store_worker.py process whose stdout lines arrive through a queue."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(
+            [sys.executable, WORKER] + [str(a) for a in args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, encoding="utf-8",
+        )
+        self.lines = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def read(self, timeout=LINE_TIMEOUT_S):
+        """The next JSON value the worker printed."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("worker printed nothing for %.0f s" % timeout) from None
+        if line is None:
+            self.proc.wait()
+            raise AssertionError("worker exited %s: %s" % (self.proc.returncode,
+                                                           self.proc.stderr.read()))
+        return json.loads(line)
+
+    def send(self, value):
+        self.proc.stdin.write(json.dumps(value) + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            stream.close()
+
+
+def events_of(store, kb=KB):
+    events, after = [], 0
+    while True:
+        page = store.call_tool("poll_resource_events", {
+            "resource_type": "knowledge_base", "resource_id": kb, "after_sequence": after},
+            granted={kb})
+        assert page["events"] or not page["has_more"], "has_more with an empty page"
+        events.extend(page["events"])
+        after = page["next_after_sequence"]
+        if not page["has_more"]:
+            return events
+
+
+def check_consistent(db_path):
+    """integrity_check, audit, gapless sequences, and every article at its last event."""
+    conn = sqlite3.connect(db_path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+    with KBStore(db_path) as store:
+        assert store.audit() == []
+        events = events_of(store)
+        assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+        assert events and store.head_sequence(KB) == len(events)
+        last = {}
+        for event in events:
+            last[event["article_id"]] = event
+        articles = {a["article_id"]: store.get_article(KB, a["article_id"])
+                    for a in store.list_articles(KB)}
+        for article_id, article in articles.items():
+            assert article["updated_at"] == last[article_id]["updated_at"], article_id
+            expected = "article.unpublished" if not article["published"] else None
+            assert (last[article_id]["type"] == "article.unpublished") == (expected is not None)
+        return events, articles
+
+
+@pytest.mark.parametrize("workers,rounds", [(6, 4)])
+def test_racing_edits_one_winner_per_version(tmp_path, workers, rounds):
+    db = str(tmp_path / "race.db")
+    with KBStore(db) as store:
+        store.create_knowledge_base(KB)
+        article_id = store.create_article(KB, "Race", "start")
+        initial = store.get_article(KB, article_id)["updated_at"]
+    pool = [Worker("race", db, KB, article_id, "w%d" % i) for i in range(workers)]
+    attempts = []
+    try:
+        for worker in pool:
+            assert worker.read() == "ready"
+        with KBStore(db) as store:
+            for round_ in range(rounds):
+                current = store.get_article(KB, article_id)
+                job = {"round": round_, "version": current["updated_at"],
+                       "content": current["content"]}
+                for worker in pool:
+                    worker.send(job)
+                replies = [worker.read() for worker in pool]
+                first_tries = [reply[0] for reply in replies]
+                # All started from the same version: exactly one wins it, the rest conflict.
+                assert [a["code"] for a in first_tries].count("ok") == 1
+                assert all(a["code"] in ("ok", "version_conflict") for a in first_tries)
+                # Every worker got its line in eventually, through re-reads.
+                assert all(reply[-1]["code"] == "ok" for reply in replies)
+                attempts.extend(a for reply in replies for a in reply)
+    finally:
+        for worker in pool:
+            worker.stop()
+
+    accepted = sorted((a for a in attempts if a["code"] == "ok"), key=lambda a: a["sequence"])
+    rejected = [a for a in attempts if a["code"] != "ok"]
+    assert len(accepted) == workers * rounds
+    assert rejected and all(a["code"] == "version_conflict" for a in rejected)
+    # One winner per version: the accepted edits form a single chain from the first version.
+    assert [a["previous_version"] for a in accepted] == (
+        [initial] + [a["updated_at"] for a in accepted[:-1]])
+    won = {a["previous_version"]: a for a in accepted}
+    for a in rejected:
+        # each loser had read a version that a winner had already replaced
+        assert a["expected"] in won and a["current"] != a["expected"]
+        assert a["current"] > a["expected"]
+
+    events, articles = check_consistent(db)
+    assert [(e["type"], e["updated_at"]) for e in events] == (
+        [("article.published", initial)]
+        + [("article.updated", a["updated_at"]) for a in accepted])
+    assert [e["sequence"] for e in events[1:]] == [a["sequence"] for a in accepted]
+    content = articles[article_id]["content"]
+    assert content.split("\n") == ["start"] + [a["line"] for a in accepted]
+    for a in rejected:
+        assert a["line"] not in content.split("\n")
+
+
+LINE = re.compile(r"^w\d+ op \d+$")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_writer_killed_mid_stream_leaves_a_consistent_store(tmp_path):
+    db = str(tmp_path / "kill.db")
+    # Long articles make every write re-index a lot of text, so kills land mid-transaction.
+    filler = " ".join("word%d" % (i % 997) for i in range(12000))
+    with KBStore(db) as store:
+        store.create_knowledge_base(KB)
+        for i in range(3):
+            store.create_article(KB, "Streamed %d" % i, filler)
+    rng = random.Random(20261108)
+    reported = []
+    kills = 6
+    for k in range(kills):
+        worker = Worker("stream", db, KB, "w%d" % k)
+        try:
+            assert worker.read() == "ready"
+            for _ in range(rng.randint(2, 12)):
+                reported.append(worker.read())
+            time.sleep(rng.random() * 0.02)
+            worker.proc.send_signal(signal.SIGKILL)
+            worker.proc.wait(timeout=LINE_TIMEOUT_S)
+            assert worker.proc.returncode == -signal.SIGKILL
+            # whatever it printed before dying was committed too
+            while True:
+                try:
+                    line = worker.lines.get(timeout=5)
+                except queue.Empty:
+                    break
+                if line is None:
+                    break
+                reported.append(json.loads(line))
+        finally:
+            worker.stop()
+
+    events, articles = check_consistent(db)
+    logged = {(e["article_id"], e["updated_at"]): e["type"] for e in events}
+    kinds = {"edit": "article.updated", "save": "article.updated",
+             "publish": "article.published", "unpublish": "article.unpublished"}
+    assert {r["op"] for r in reported} >= {"edit", "save", "unpublish"}
+    for r in reported:
+        # nothing a writer saw committed was lost
+        assert logged.get((r["article_id"], r["updated_at"])) == kinds[r["op"]], r
+    lines = {aid: [l for l in art["content"].split("\n") if LINE.match(l)]
+             for aid, art in articles.items()}
+    for r in reported:
+        if "line" in r:
+            assert r["line"] in lines[r["article_id"]]
+    # At most the one write in flight per kill committed without being reported.
+    reported_lines = {r["line"] for r in reported if "line" in r}
+    unreported = [l for found in lines.values() for l in found if l not in reported_lines]
+    assert len(unreported) <= kills
+    for found in lines.values():
+        assert len(found) == len(set(found))
+    # Writes by one process appear in the order it made them.
+    for found in lines.values():
+        keys = [tuple(int(n) for n in re.findall(r"\d+", l)) for l in found]
+        assert keys == sorted(keys)
+    # and the store is still writable afterwards
+    with KBStore(db) as store:
+        aid = sorted(articles)[0]
+        if not articles[aid]["published"]:
+            store.publish(KB, aid)
+        store.save_article(KB, aid, content="after the kills")
+    check_consistent(db)
