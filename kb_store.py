@@ -650,6 +650,13 @@ def _check_people_string(value, argument, max_length):
                               % (argument, max_length, len(value)), argument=argument)
 
 
+def _check_new_article(title, content, title_argument, content_argument):
+    _check_people_string(title, title_argument, TITLE_MAX)
+    _check_title(title, title_argument)
+    _check_people_string(content, content_argument, None)
+    _check_content(content, content_argument)
+
+
 def split_markdown(text, fallback_title):
     """Title (first ``# `` heading, else ``fallback_title``) and the rest of a Markdown text."""
     lines = text.splitlines()
@@ -916,25 +923,42 @@ class KBStore:
 
     def create_article(self, kb_id, title, content, *, published=True, source=None):
         """Add an article (published, or a draft); returns its new article ID."""
-        _check_people_string(title, "title", TITLE_MAX)
-        _check_title(title)
-        _check_people_string(content, "content", None)
-        _check_content(content)
-        with self.transaction() as conn:
+        _check_new_article(title, content, "title", "content")
+        with self.transaction():
+            return self._insert(self._kb(kb_id), title, content, published, source)
+
+    def create_articles(self, kb_id, articles, *, published=True):
+        """Add many ``(title, content)`` articles in one transaction; returns their IDs.
+
+        A bulk load: one commit and one search-index segment for the lot, instead of one
+        each. All are checked before any is written, so a bad one adds none.
+        """
+        articles = list(articles)
+        for i, article in enumerate(articles):
+            if not isinstance(article, (tuple, list)) or len(article) != 2:
+                raise InvalidArgument("articles[%d] must be a (title, content) pair" % i,
+                                      argument="articles")
+            _check_new_article(article[0], article[1], "articles[%d] title" % i,
+                               "articles[%d] content" % i)
+        with self.transaction():
             kb = self._kb(kb_id)
-            number = self._bump(kb["pk"], "articles_created")
-            article_id = "art-%06d" % number
-            version_us = self._next_version(None)
-            updated_at = format_version(version_us)
-            pk = conn.execute(
-                "INSERT INTO articles (kb_pk, article_id, title, content, published, version_us, "
-                "updated_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (kb["pk"], article_id, title, content, int(published), version_us, updated_at,
-                 source),
-            ).lastrowid
-            if published:
-                self._fts_add(kb["pk"], pk, title, content)
-                self._event(kb, EVENT_PUBLISHED, article_id, updated_at)
+            return [self._insert(kb, title, content, published, None)
+                    for title, content in articles]
+
+    def _insert(self, kb, title, content, published, source):
+        """Insert one new article in the caller's transaction; returns its ID."""
+        article_id = "art-%06d" % self._bump(kb["pk"], "articles_created")
+        version_us = self._next_version(None)
+        updated_at = format_version(version_us)
+        pk = self._conn.execute(
+            "INSERT INTO articles (kb_pk, article_id, title, content, published, version_us, "
+            "updated_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kb["pk"], article_id, title, content, int(published), version_us, updated_at,
+             source),
+        ).lastrowid
+        if published:
+            self._fts_add(kb["pk"], pk, title, content)
+            self._event(kb, EVENT_PUBLISHED, article_id, updated_at)
         return article_id
 
     def save_article(self, kb_id, article_id, *, content=None, title=None):

@@ -473,9 +473,8 @@ class DayRun:
     def run(self):
         """Play the day in time order; returns this run's results."""
         self.store.create_knowledge_base(KB_ID, "Support")
-        for title, body in zip(self.plan.titles, self.plan.bodies):
-            self.article_ids.append(self.store.create_article(KB_ID, title, body))
-        self.store.optimize(KB_ID)
+        self.article_ids = self.store.create_articles(
+            KB_ID, list(zip(self.plan.titles, self.plan.bodies)))
         self.clock.t_us = 0
         steps = []
         for i, save in enumerate(self.plan.saves):

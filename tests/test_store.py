@@ -1176,3 +1176,38 @@ def test_list_and_get_show_drafts_to_people(kb):
     assert [(a["article_id"], a["published"], a["chars"]) for a in listed] == [
         (pub, 1, 1), (draft, 0, 2)]
     assert kb.get_article(KB, draft)["content"] == "dd"
+
+
+# -- bulk load ----------------------------------------------------------------------------------
+
+
+def test_create_articles_adds_all_in_order_with_events(kb):
+    ids = kb.create_articles(KB, [("Bulk one", "first body"), ("Bulk two", "second body")])
+    assert ids == ["art-000001", "art-000002"]
+    events = poll(kb)["events"]
+    assert [(e["sequence"], e["type"], e["article_id"]) for e in events] == [
+        (1, "article.published", "art-000001"), (2, "article.published", "art-000002")]
+    hits = search(kb, "second")["results"]
+    assert [h["article_id"] for h in hits] == ["art-000002"]
+    assert kb.audit() == []
+
+
+def test_create_articles_as_drafts_writes_no_event(kb):
+    ids = kb.create_articles(KB, [("Draft one", "x"), ("Draft two", "y")], published=False)
+    assert poll(kb)["head_sequence"] == 0
+    assert search(kb, "draft")["results"] == []
+    assert [a["published"] for a in kb.list_articles(KB)] == [0, 0] and len(ids) == 2
+
+
+@pytest.mark.parametrize("articles, needle", [
+    ([("Good", "body"), ("", "body")], "articles[1] title"),
+    ([("Good", "body"), ("Title", "x\x00y")], "articles[1] content"),
+    ([("Good", "body"), ("Only a title",)], "articles[1] must be a (title, content) pair"),
+    ([("T" * 201, "body")], "articles[0] title must be at most 200"),
+])
+def test_create_articles_checks_every_item_before_writing_any(kb, articles, needle):
+    before = list(kb._conn.iterdump())
+    with pytest.raises(kb_store.InvalidArgument) as exc:
+        kb.create_articles(KB, articles)
+    assert needle in exc.value.message
+    assert list(kb._conn.iterdump()) == before
