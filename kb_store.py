@@ -14,9 +14,11 @@ Run ``python kb_store.py --help`` for the admin command line.
 """
 
 import argparse
+import collections
 import contextlib
 import hashlib
 import json
+import operator
 import os
 import re
 import sqlite3
@@ -44,6 +46,13 @@ QUERY_MIN, QUERY_MAX = 2, 200
 SEARCH_LIMIT_MAX, SEARCH_LIMIT_DEFAULT = 20, 10
 EVENTS_LIMIT_MAX, EVENTS_LIMIT_DEFAULT = 100, 100
 ID_MAX = 255
+# Up to this many published articles, search scores every article holding any query word in one
+# pass (cheaper there than several queries); above it, intersections first (see _ranked_in_tiers).
+# Both give the same hits in the same order.
+ONE_PASS_MAX_ARTICLES = 2000
+# Article IDs are art-000001 up to art-999999: six digits keep their text order equal to their
+# creation order, which search relies on to break ties by article ID at no cost.
+MAX_ARTICLES_PER_KB = 999999
 KEY_MAX = 255
 TITLE_MAX = 200
 CONTENT_MAX_BYTES = 1024 * 1024
@@ -319,6 +328,7 @@ CREATE TABLE knowledge_bases (
     kb_id TEXT NOT NULL UNIQUE,
     name TEXT,
     head_sequence INTEGER NOT NULL DEFAULT 0,
+    published_count INTEGER NOT NULL DEFAULT 0,
     articles_created INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE articles (
@@ -423,26 +433,33 @@ def parse_version(text, argument="expected_version"):
 
 
 def query_terms(text):
-    """The searchable whitespace-separated pieces of a query, function words dropped.
+    """The distinct searchable whitespace-separated pieces of a query, function words dropped.
 
     Common English function words are dropped unless nothing else is left (a query of only
-    ``and or not`` still searches for them). Pieces with no letter or digit are skipped.
+    ``and or not`` still searches for them). Pieces with no letter or digit are skipped, and
+    a piece repeated (in any case) counts once.
     """
     pieces = [piece for piece in text.split()
               if any(ch.isalnum() for ch in piece) or any(ord(ch) > 127 for ch in piece)]
     content_words = [p for p in pieces if p.strip(_PUNCTUATION).lower() not in STOPWORDS]
-    return content_words or pieces
+    distinct = {}
+    for piece in content_words or pieces:
+        distinct.setdefault(piece.lower(), piece)
+    return list(distinct.values())
+
+
+def fts_literal(piece):
+    """One query piece as an FTS5 string literal: searched for as text, never parsed as syntax.
+
+    Inside double quotes ``AND``, ``NEAR``, ``*``, ``:`` or ``(`` are plain text; a quote is
+    doubled. The tokenizer then splits the literal as it splits articles.
+    """
+    return '"%s"' % piece.replace('"', '""')
 
 
 def fts_query(text):
-    """An FTS5 query that matches any of the words of ``text``, each quoted as a literal.
-
-    Every piece between whitespace becomes a double-quoted string, so ``AND``, ``NEAR``,
-    ``*``, ``:`` or a stray quote are searched for as text and never parsed as syntax.
-    Returns ``None`` when nothing is searchable.
-    """
-    quoted = ['"%s"' % piece.replace('"', '""') for piece in query_terms(text)]
-    return " OR ".join(quoted) or None
+    """An FTS5 query matching any of the words of ``text``, or ``None`` if none is searchable."""
+    return " OR ".join(fts_literal(piece) for piece in query_terms(text)) or None
 
 
 def _joins_word(ch):
@@ -781,7 +798,8 @@ class KBStore:
         row = None
         if granted is None or kb_id in granted:
             row = self._conn.execute(
-                "SELECT pk, kb_id, head_sequence FROM knowledge_bases WHERE kb_id = ?", (kb_id,)
+                "SELECT pk, kb_id, head_sequence, published_count FROM knowledge_bases "
+                "WHERE kb_id = ?", (kb_id,)
             ).fetchone()
         if row is None:
             raise NotFound(
@@ -858,6 +876,11 @@ class KBStore:
             "SELECT {0} FROM knowledge_bases WHERE pk = ?".format(counter), (kb_pk,)
         ).fetchone()[0]
 
+    def _count_published(self, kb, delta):
+        self._conn.execute(
+            "UPDATE knowledge_bases SET published_count = published_count + ? WHERE pk = ?",
+            (delta, kb["pk"]))
+
     def _fts_add(self, kb_pk, pk, title, content):
         self._conn.execute(
             "INSERT INTO fts_%d (rowid, title, content) VALUES (?, ?, ?)" % kb_pk,
@@ -892,6 +915,8 @@ class KBStore:
             self._fts_remove(kb["pk"], row["pk"], row["title"], row["content"])
         if published:
             self._fts_add(kb["pk"], row["pk"], title, content)
+        if bool(published) != bool(row["published"]):
+            self._count_published(kb, 1 if published else -1)
         event = None
         if published and row["published"]:
             event = self._event(kb, EVENT_UPDATED, row["article_id"], updated_at)
@@ -947,7 +972,12 @@ class KBStore:
 
     def _insert(self, kb, title, content, published, source):
         """Insert one new article in the caller's transaction; returns its ID."""
-        article_id = "art-%06d" % self._bump(kb["pk"], "articles_created")
+        number = self._bump(kb["pk"], "articles_created")
+        if number > MAX_ARTICLES_PER_KB:
+            raise InvalidArgument(
+                "knowledge base %r is full: it has had %d articles, the most one can hold"
+                % (kb["kb_id"], MAX_ARTICLES_PER_KB), argument="kb_id")
+        article_id = "art-%06d" % number
         version_us = self._next_version(None)
         updated_at = format_version(version_us)
         pk = self._conn.execute(
@@ -958,6 +988,7 @@ class KBStore:
         ).lastrowid
         if published:
             self._fts_add(kb["pk"], pk, title, content)
+            self._count_published(kb, 1)
             self._event(kb, EVENT_PUBLISHED, article_id, updated_at)
         return article_id
 
@@ -1063,7 +1094,7 @@ class KBStore:
         limit = args.get("limit", SEARCH_LIMIT_DEFAULT)
         with self.transaction("DEFERRED") as conn:
             kb = self._kb(args["knowledge_base_id"], granted)
-            rows = self._ranked(conn, kb["pk"], args["query"], limit)
+            rows = self._ranked(conn, kb, args["query"], limit)
         kb_id = kb["kb_id"]
         return {
             "knowledge_base_id": kb_id,
@@ -1081,28 +1112,68 @@ class KBStore:
             "head_sequence": kb["head_sequence"],
         }
 
-    def _ranked(self, conn, kb_pk, text, limit):
-        """The top hits of a query: ranked in SQL, then text and snippets for the few kept."""
-        query = fts_query(text)
-        if query is None:
+    def _ranked(self, conn, kb, text, limit):
+        """The top hits of a query: every word first, then all words but one, then any word.
+
+        bm25 orders the hits within each of the three tiers, and the article ID breaks ties.
+        """
+        terms = query_terms(text)
+        if not terms:
             return []
-        # Ranking touches every matching row, so it reads only the rowid and the key that breaks
-        # ties; the text columns are paid for the returned hits alone.
-        top = [row[0] for row in conn.execute(
-            "SELECT a.pk, bm25(fts_{pk}, {tw}, {bw}) AS score FROM fts_{pk} "
-            "JOIN articles a ON a.pk = fts_{pk}.rowid WHERE fts_{pk} MATCH ? "
-            "ORDER BY score, a.article_id LIMIT ?".format(
-                pk=kb_pk, tw=TITLE_WEIGHT, bw=BODY_WEIGHT),
-            (query, limit),
-        )]
-        if not top:
+        words = [fts_literal(term) for term in terms]
+        ranked = ("SELECT rowid, bm25(fts_{pk}, {tw}, {bw}) AS score FROM fts_{pk} "
+                  "WHERE fts_{pk} MATCH ?").format(pk=kb["pk"], tw=TITLE_WEIGHT, bw=BODY_WEIGHT)
+        if kb["published_count"] <= ONE_PASS_MAX_ARTICLES:
+            hits = self._ranked_in_one_pass(conn, kb["pk"], ranked, words, limit)
+        else:
+            hits = self._ranked_in_tiers(conn, ranked, words, limit)
+        if not hits:
             return []
+        top = [hit[0] for hit in hits]
         rows = {row["pk"]: row for row in conn.execute(
             "SELECT pk, article_id, title, updated_at, content FROM articles WHERE pk IN (%s)"
             % ",".join("?" * len(top)), top,
         )}
-        terms = tuple(query_terms(text))
-        return [dict(rows[pk], snippet=self._snippet(rows[pk], terms)) for pk in top]
+        return [dict(rows[pk], snippet=self._snippet(rows[pk], tuple(terms))) for pk in top]
+
+    @staticmethod
+    def _ranked_in_one_pass(conn, kb_pk, ranked, words, limit):
+        """Score every article holding any word, count the words each holds, sort: small bases."""
+        hits = conn.execute(ranked, (" OR ".join(words),)).fetchall()
+        if len(words) == 1:
+            return sorted(hits, key=lambda h: (h[1], h[0]))[:limit]
+        held = collections.Counter()
+        select = "SELECT rowid FROM fts_%d WHERE fts_%d MATCH ?" % (kb_pk, kb_pk)
+        for word in words:
+            held.update(map(operator.itemgetter(0), conn.execute(select, (word,)).fetchall()))
+        most = len(words)
+        return sorted(hits, key=lambda h: (min(most - held[h[0]], 2), h[1], h[0]))[:limit]
+
+    @staticmethod
+    def _ranked_in_tiers(conn, ranked, words, limit):
+        """The same hits, one tier at a time until ``limit`` are found: large bases.
+
+        The first two tiers are intersections, small however large the knowledge base; only
+        when they fall short is every article holding any word scored.
+        """
+        # rowid order is article ID order within a knowledge base (both follow creation), so
+        # ties fall to the article ID without reading the articles table for every match.
+        ranked += " ORDER BY score, rowid LIMIT ?"
+        hits = conn.execute(ranked, (" AND ".join(words), limit)).fetchall()
+        if len(hits) < limit and len(words) > 1:
+            tier = []
+            for i, missing in enumerate(words):
+                others = " AND ".join(words[:i] + words[i + 1:])
+                tier += conn.execute(ranked, (others + " NOT " + missing, limit)).fetchall()
+            tier.sort(key=lambda hit: (hit[1], hit[0]))
+            hits += tier[:limit - len(hits)]
+        if len(hits) < limit and len(words) > 2:
+            # Every hit of the tiers above is known here (each query above returned all it had),
+            # so skipping them leaves exactly the articles missing two words or more.
+            found = {hit[0] for hit in hits}
+            rest = conn.execute(ranked, (" OR ".join(words), limit - len(hits) + len(found)))
+            hits += [hit for hit in rest if hit[0] not in found][:limit - len(hits)]
+        return hits
 
     def _snippet(self, row, terms):
         """The snippet of one hit, cached by article version: a version never changes text."""
@@ -1266,7 +1337,8 @@ class KBStore:
             check = conn.execute("PRAGMA integrity_check").fetchone()[0]
             if check != "ok":
                 problems.append("integrity_check: %s" % check)
-            for kb in conn.execute("SELECT pk, kb_id, head_sequence FROM knowledge_bases"):
+            for kb in conn.execute(
+                    "SELECT pk, kb_id, head_sequence, published_count FROM knowledge_bases"):
                 seqs = [r[0] for r in conn.execute(
                     "SELECT sequence FROM events WHERE kb_pk = ? ORDER BY sequence", (kb["pk"],))]
                 if seqs != list(range(1, kb["head_sequence"] + 1)):
@@ -1299,6 +1371,9 @@ class KBStore:
                 if indexed != published:
                     problems.append("knowledge base %r: %d indexed, %d published"
                                     % (kb["kb_id"], len(indexed), len(published)))
+                if kb["published_count"] != len(published):
+                    problems.append("knowledge base %r: counts %d published, holds %d"
+                                    % (kb["kb_id"], kb["published_count"], len(published)))
         return problems
 
 

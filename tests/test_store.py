@@ -1211,3 +1211,78 @@ def test_create_articles_checks_every_item_before_writing_any(kb, articles, need
         kb.create_articles(KB, articles)
     assert needle in exc.value.message
     assert list(kb._conn.iterdump()) == before
+
+
+# -- search tiers: one pass and tiered queries agree --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_store():
+    """300 believable articles (the simulation's generator) with some saved and unpublished."""
+    import random
+    import sim
+
+    rng = random.Random(11)
+    titles, subjects = sim.make_titles(rng, 300)
+    bodies = [sim.make_body(rng, a, s) for a, s in subjects]
+    with KBStore() as store:
+        store.create_knowledge_base(KB)
+        ids = store.create_articles(KB, list(zip(titles, bodies)))
+        for i in range(0, 300, 7):
+            store.save_article(KB, ids[i], content=bodies[(i * 13) % 300])
+        for i in range(3, 300, 29):
+            store.unpublish(KB, ids[i])
+        yield store, titles
+
+
+def _queries(titles):
+    import random
+
+    rng = random.Random(3)
+    words = sorted({w for t in titles for w in t.lower().split()})
+    queries = [t.lower() for t in titles[:40]]
+    for _ in range(80):
+        n = 1 + int(rng.random() * 6)
+        queries.append(" ".join(words[int(rng.random() * len(words))] for _ in range(n)))
+    return queries + ["reset reset passwords", "Passwords passwords", "zzz unknownword",
+                      "two-factor codes", "read-only members admins"]
+
+
+def test_search_in_one_pass_and_in_tiers_give_identical_hits(corpus_store, monkeypatch):
+    store, titles = corpus_store
+
+    def hits(query, limit):
+        return [(h["article_id"], h["snippet"]) for h in
+                search(store, query, limit=limit)["results"]]
+
+    queries = _queries(titles)
+    for limit in (1, 2, 5, 10, 20):
+        monkeypatch.setattr(kb_store, "ONE_PASS_MAX_ARTICLES", 10 ** 9)
+        one_pass = [hits(q, limit) for q in queries]
+        monkeypatch.setattr(kb_store, "ONE_PASS_MAX_ARTICLES", 0)
+        tiered = [hits(q, limit) for q in queries]
+        assert one_pass == tiered
+        # The comparison compared hits, and deep lists when asked for them.
+        assert sum(len(h) for h in one_pass) >= 0.9 * len(queries) * min(limit, 5)
+
+
+@pytest.mark.parametrize("one_pass_max", [0, 10 ** 9])
+def test_search_puts_articles_with_every_word_first(corpus_store, monkeypatch, one_pass_max):
+    store, titles = corpus_store
+    monkeypatch.setattr(kb_store, "ONE_PASS_MAX_ARTICLES", one_pass_max)
+    spanning = 0
+    for query in _queries(titles):
+        words = [w for w in kb_store.query_terms(query) if re.fullmatch(r"[a-z]+", w)]
+        if len(words) != len(kb_store.query_terms(query)) or len(words) < 3:
+            continue
+        results = search(store, query, limit=20)["results"]
+        texts = [store.get_article(KB, r["article_id"]) for r in results]
+
+        def missing(article):
+            text = (article["title"] + " " + article["content"]).lower()
+            return sum(1 for w in words if not re.search(r"\b%s\b" % w, text))
+
+        tiers = [min(missing(a), 2) for a in texts]
+        assert tiers == sorted(tiers), (query, tiers)
+        spanning += len(set(tiers)) > 1
+    assert spanning > 10  # queries whose hits span more than one tier were checked
