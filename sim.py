@@ -41,9 +41,9 @@ SAVE_MIX = (("content", 0.85), ("content_title", 0.10), ("unpublish", 0.05))
 DEFAULT_DELAYS = (10, 600, 3600, 14400)
 
 # The agent cites the top two hits of each search, as the article's scripted agent does, and
-# asks search for a few more than it needs, as it does when it looks a title up again.
+# asks search for just those; looking a title up again, it asks for the single best match.
 CITATIONS_PER_ANSWER = 2
-SEARCH_LIMIT = 5
+TITLE_LOOKUP_HITS = 2
 
 # Upper bounds on the command line, so a typo cannot ask for a day that never ends.
 MAX_ARTICLES, MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 1000000, 24 * 7
@@ -356,7 +356,7 @@ class Agent:
     def answer(self, question_text):
         """Search, read the top two hits, keep both citations; returns the answer's index."""
         index = len(self.answers)
-        found = self.search(question_text, SEARCH_LIMIT)
+        found = self.search(question_text, CITATIONS_PER_ANSWER)
         cited = []
         for hit in found["results"][:CITATIONS_PER_ANSWER]:
             article = self.read(hit["article_id"])
@@ -384,7 +384,7 @@ class Agent:
             title = citation.title
             if title in found_titles:
                 continue
-            result = self.search(title, SEARCH_LIMIT)
+            result = self.search(title, TITLE_LOOKUP_HITS)
             cost["calls"] += 1
             cost["bytes_read"] += sum(_utf8(h["title"]) + _utf8(h["snippet"])
                                       for h in result["results"])
