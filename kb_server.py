@@ -474,7 +474,7 @@ class KBServer:
         if handler is None:
             hint = " (this server is read only: it was started with --writes deny)" \
                 if name == EDIT_TOOL else ""
-            raise RpcError(INVALID_PARAMS, "Unknown tool: %s%s" % (name, hint),
+            raise RpcError(INVALID_PARAMS, "Unknown tool: %.200s%s" % (name, hint),
                            {"tools": sorted(self._tool_handlers)})
         if arguments is None:
             arguments = {}

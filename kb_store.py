@@ -57,6 +57,8 @@ KEY_MAX = 255
 TITLE_MAX = 200
 CONTENT_MAX_BYTES = 1024 * 1024
 VERSION_MAX = 64
+# Longest piece of a caller's own text that an error message quotes back.
+SHOWN_MAX = 80
 
 # Title matches count five times a body match: a query made of a title's words should find
 # that article first, as a person searching a help centre expects.
@@ -558,8 +560,8 @@ def validate_arguments(schema, arguments):
     for name in arguments:
         if name not in properties:
             raise InvalidArgument(
-                "unknown argument %r; this tool takes %s" % (name, ", ".join(properties)),
-                argument=name,
+                "unknown argument %s; this tool takes %s" % (_shown(name), ", ".join(properties)),
+                argument=_clip(name),
             )
     for name in schema["required"]:
         if name not in arguments:
@@ -587,7 +589,7 @@ def validate_arguments(schema, arguments):
                 )
             if "enum" in rule and value not in rule["enum"]:
                 raise InvalidArgument(
-                    "%s must be one of %s, got %r" % (name, ", ".join(rule["enum"]), value),
+                    "%s must be one of %s, got %s" % (name, ", ".join(rule["enum"]), _shown(value)),
                     argument=name,
                 )
         elif rule["type"] == "integer":
@@ -610,6 +612,16 @@ def validate_arguments(schema, arguments):
                 )
         clean[name] = value
     return clean
+
+
+def _clip(text):
+    """A caller's string cut to a length fit for an error message."""
+    return text if len(text) <= SHOWN_MAX else text[:SHOWN_MAX] + "…"
+
+
+def _shown(value):
+    """``repr`` of a caller's value for an error message, cut short: errors never echo megabytes."""
+    return repr(_clip(value)) if isinstance(value, str) else repr(value)[:SHOWN_MAX]
 
 
 def _json_type(value):
@@ -1085,7 +1097,8 @@ class KBStore:
         handler = self._handlers.get(name)
         if handler is None:
             raise InvalidArgument(
-                "unknown tool %r; tools: %s" % (name, ", ".join(self._handlers)), argument="name"
+                "unknown tool %s; tools: %s" % (_shown(name), ", ".join(self._handlers)),
+                argument="name"
             )
         args = validate_arguments(self._schemas[name], arguments)
         return handler(args, _granted(granted))

@@ -1286,3 +1286,15 @@ def test_search_puts_articles_with_every_word_first(corpus_store, monkeypatch, o
         assert tiers == sorted(tiers), (query, tiers)
         spanning += len(set(tiers)) > 1
     assert spanning > 10  # queries whose hits span more than one tier were checked
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("poll_resource_events", {"resource_type": "x" * 100000, "resource_id": KB}),
+    ("search_knowledge_base", {"knowledge_base_id": KB, "query": "ab", "k" * 100000: 1}),
+    ("t" * 100000, {}),
+])
+def test_errors_quote_a_huge_input_only_in_part(kb, name, arguments):
+    with pytest.raises(kb_store.InvalidArgument) as exc:
+        kb.call_tool(name, arguments, granted=GRANTED)
+    assert len(exc.value.message) < 400
+    assert len(json.dumps(exc.value.to_dict())) < 800
