@@ -1,0 +1,96 @@
+"""Helpers shared by the benchmarks: statistics, load, machine facts and Markdown tables."""
+
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The modules under test live at the top of the checkout; `python bench/run.py` puts only
+# bench/ on sys.path.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def median(values):
+    """The median of a non-empty sequence of numbers."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        raise ValueError("median of no values")
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def percentile(values, p):
+    """The ``p``-th percentile (0-100) by the nearest-rank method: a value that was observed."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentile of no values")
+    rank = max(1, -(-len(ordered) * p // 100))  # ceil(n * p / 100), at least 1
+    return ordered[min(int(rank), len(ordered)) - 1]
+
+
+def load():
+    """The 1-minute load average (``None`` where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def machine():
+    """Facts about the machine the numbers come from."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "platform": platform.platform(),
+    }
+
+
+def code_version():
+    """The checkout's commit, and which measured modules differ from it (``None`` without git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=str(ROOT),
+                              capture_output=True, timeout=30)
+        status = subprocess.run(["git", "status", "--porcelain", "--", "kb_store.py", "sim.py",
+                                 "kb_server.py"], cwd=str(ROOT), capture_output=True,
+                                timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    changed = sorted(line[3:].strip() for line in status.stdout.decode("utf-8").splitlines())
+    return {"commit": head.stdout.decode("utf-8").strip(), "uncommitted": changed}
+
+
+def table(header, rows):
+    """A Markdown table; the first column left-aligned, the rest right-aligned."""
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ms(seconds):
+    """Seconds as milliseconds text with three significant figures or so."""
+    value = seconds * 1000.0
+    return "%.3f" % value if value < 10 else "%.1f" % value
+
+
+def n(value):
+    """An integer with thousands separators."""
+    return "{:,}".format(value)

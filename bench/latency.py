@@ -1,0 +1,181 @@
+"""Tool latency against knowledge-base size, on a file database in WAL mode.
+
+For each size: build a knowledge base of that many published articles of about 300 words
+(``create_articles``, the store's bulk load in one transaction), then time, each call alone
+with ``time.perf_counter()``:
+
+- search: the lower-cased title of a uniformly chosen article, as the simulated agent asks
+  (e.g. "reset expired passwords for admins"; the store drops "for");
+- read: a uniformly chosen article by ID;
+- edit: read first (untimed), then the edit with the version just read, appending one line;
+- poll: one page of 100 events from a uniformly chosen cursor.
+"""
+
+import os
+import random
+import shutil
+import sqlite3
+import tempfile
+import time
+
+import common
+import corpus
+import kb_store
+
+KB = "bench"
+SEED = 20261108
+# Untimed searches first: the first queries also pay for loading the index pages from disk.
+WARMUP = 20
+
+
+def build(path, count, seed=SEED):
+    """A store file of ``count`` published articles; returns (titles, seconds to build)."""
+    rng = random.Random(seed)
+    articles = corpus.articles(rng, count)
+    started = time.perf_counter()
+    with kb_store.KBStore(path) as store:
+        store.create_knowledge_base(KB)
+        # The bulk load: one transaction and one index segment for the lot.
+        store.create_articles(KB, articles)
+    return [title for title, _ in articles], time.perf_counter() - started
+
+
+def _timed(fn, *args, **kwargs):
+    started = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return time.perf_counter() - started, result
+
+
+def measure(path, titles, searches, reads, edits, polls, seed=SEED):
+    """Per-call seconds of each tool on an existing store file; returns lists of timings."""
+    rng = random.Random(seed + 1)
+    count = len(titles)
+    granted = {KB}
+    out = {"search": [], "read": [], "edit": [], "poll": [], "search_top1": 0}
+
+    def article_id(index):
+        return "art-%06d" % (index + 1)  # the store numbers a knowledge base's articles 1, 2, ...
+
+    with kb_store.KBStore(path) as store:
+        call = store.call_tool
+        for i in range(WARMUP + searches):
+            index = min(int(rng.random() * count), count - 1)
+            args = {"knowledge_base_id": KB, "query": corpus.question(titles[index])}
+            seconds, result = _timed(call, "search_knowledge_base", args, granted=granted)
+            if i >= WARMUP:
+                out["search"].append(seconds)
+                hits = result["results"]
+                out["search_top1"] += bool(hits) and hits[0]["article_id"] == article_id(index)
+        for _ in range(reads):
+            index = min(int(rng.random() * count), count - 1)
+            args = {"knowledge_base_id": KB, "article_id": article_id(index)}
+            out["read"].append(_timed(call, "read_knowledge_article", args, granted=granted)[0])
+        for i in range(edits):
+            index = min(int(rng.random() * count), count - 1)
+            current = call("read_knowledge_article",
+                           {"knowledge_base_id": KB, "article_id": article_id(index)},
+                           granted=granted)
+            args = {"knowledge_base_id": KB, "article_id": current["article_id"],
+                    "content": current["content"] + "\n\nBenchmark note %d." % i,
+                    "expected_version": current["updated_at"],
+                    "idempotency_key": "bench-edit-%d-%d" % (seed, i)}
+            out["edit"].append(_timed(call, "edit_knowledge_article", args, granted=granted)[0])
+        head = store.head_sequence(KB)
+        for _ in range(polls):
+            after = int(rng.random() * max(head - 100, 0))
+            args = {"resource_type": "knowledge_base", "resource_id": KB,
+                    "after_sequence": after, "limit": 100}
+            seconds, page = _timed(call, "poll_resource_events", args, granted=granted)
+            out["poll"].append(seconds)
+            if len(page["events"]) != min(100, head - after):
+                raise AssertionError("poll after %d returned %d events" % (after,
+                                                                         len(page["events"])))
+    return out
+
+
+def matches_per_query(path, titles, queries, seed=SEED):
+    """Median number of articles a search's words match: the rows bm25 must score."""
+    rng = random.Random(seed + 1)
+    counts = []
+    # A diagnostic no tool reports, so read straight from the file, on its own connection.
+    conn = sqlite3.connect(path)
+    try:
+        pk = conn.execute("SELECT pk FROM knowledge_bases WHERE kb_id = ?", (KB,)).fetchone()[0]
+        for i in range(WARMUP + queries):
+            # The same draws as measure(), so these are the very queries that were timed.
+            index = min(int(rng.random() * len(titles)), len(titles) - 1)
+            if i < WARMUP:
+                continue
+            query = kb_store.fts_query(corpus.question(titles[index]))
+            counts.append(conn.execute("SELECT count(*) FROM fts_%d WHERE fts_%d MATCH ?"
+                                       % (pk, pk), (query,)).fetchone()[0])
+    finally:
+        conn.close()
+    return common.median(counts)
+
+
+def run(sizes=(1000, 10000, 100000), searches=300, reads=1000, edits=300, polls=300,
+        directory=None):
+    """Build and measure each size in a temporary directory; returns one row per size."""
+    if not sizes or min(sizes) < 2:
+        raise ValueError("latency sizes must be at least 2 articles, got %r" % (sizes,))
+    for name, value in (("searches", searches), ("reads", reads), ("edits", edits),
+                        ("polls", polls)):
+        if value < 1:
+            raise ValueError("latency %s must be at least 1, got %d" % (name, value))
+    rows = []
+    load_start = common.load()
+    for size in sizes:
+        tmp = tempfile.mkdtemp(prefix="kb-bench-latency-", dir=directory)
+        try:
+            path = os.path.join(tmp, "kb.db")
+            titles, build_s = build(path, size)
+            t = measure(path, titles, searches, reads, edits, polls)
+            rows.append({
+                "articles": size,
+                "build_s": round(build_s, 2),
+                "db_mb": round(os.path.getsize(path) / 1e6, 1),
+                "search_p50_ms": _ms(common.median(t["search"])),
+                "search_p99_ms": _ms(common.percentile(t["search"], 99)),
+                "search_top1": round(t["search_top1"] / len(t["search"]), 3),
+                "search_matches_p50": matches_per_query(path, titles, searches),
+                "read_p50_ms": _ms(common.median(t["read"])),
+                "read_p99_ms": _ms(common.percentile(t["read"], 99)),
+                "edit_p50_ms": _ms(common.median(t["edit"])),
+                "edit_p99_ms": _ms(common.percentile(t["edit"], 99)),
+                "poll100_p50_ms": _ms(common.median(t["poll"])),
+                "poll100_p99_ms": _ms(common.percentile(t["poll"], 99)),
+                "calls": {"search": searches, "read": reads, "edit": edits, "poll": polls},
+            })
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {"rows": rows, "load": [load_start, common.load()]}
+
+
+def _ms(seconds):
+    return round(seconds * 1000.0, 3)
+
+
+TARGETS_MS = {"search_p50_ms": 5.0, "read_p50_ms": 0.5, "edit_p50_ms": 2.0, "poll100_p50_ms": 1.0}
+
+
+def render(result):
+    """The latency rows as a Markdown table."""
+    rows = []
+    for r in result["rows"]:
+        rows.append([common.n(r["articles"]), "%.1f s" % r["build_s"], "%.0f" % r["db_mb"],
+                     r["search_p50_ms"], r["search_p99_ms"], common.n(int(r["search_matches_p50"])),
+                     "%.0f%%" % (100 * r["search_top1"]), r["read_p50_ms"], r["read_p99_ms"],
+                     r["edit_p50_ms"], r["edit_p99_ms"], r["poll100_p50_ms"], r["poll100_p99_ms"]])
+    header = ["articles", "build", "MB", "search p50 ms", "search p99 ms", "matches/query",
+              "top hit = asked", "read p50 ms", "read p99 ms", "edit p50 ms", "edit p99 ms",
+              "poll 100 p50 ms", "poll 100 p99 ms"]
+    text = common.table(header, rows)
+    if result["rows"]:
+        biggest = result["rows"][-1]
+        verdicts = ["%s %s (target %s ms: %s)" % (
+            key.replace("_ms", "").replace("_", " "), biggest[key], target,
+            "met" if biggest[key] <= target else "missed")
+            for key, target in TARGETS_MS.items()]
+        text += "\n\nAt %s articles: %s." % (common.n(biggest["articles"]), "; ".join(verdicts))
+    return text

@@ -1,0 +1,75 @@
+"""bench/run.py stays runnable: a quick smoke run prints every table; bad options are refused."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = str(ROOT / "bench" / "run.py")
+sys.path.insert(0, str(ROOT / "bench"))
+
+import common  # noqa: E402
+
+
+def run_bench(*args, timeout=300):
+    return subprocess.run([sys.executable, RUN] + list(args), capture_output=True,
+                          timeout=timeout, cwd=str(ROOT))
+
+
+def test_quick_run_prints_every_table_and_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    done = run_bench("--quick", "--json", str(out), "--dir", str(tmp_path))
+    stdout = done.stdout.decode("utf-8")
+    assert done.returncode == 0, done.stderr.decode("utf-8")
+    for heading in ("## Simulation wall time", "## Tool latency against knowledge-base size",
+                    "## Cost of checking citations as the day grows",
+                    "## Concurrent edits on one file database"):
+        assert heading in stdout
+    for header in ("| command | runs | median wall time", "| articles | build |",
+                   "| articles / questions / saves |", "| processes | runs |"):
+        assert header in stdout
+    assert stdout.count("Load average (1 min) at start and end") == 4
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert set(data["results"]) == {"sim", "latency", "scaling", "concurrency"}
+    assert all(row["audit"] == "ok" for row in data["results"]["concurrency"]["rows"])
+    assert data["machine"]["sqlite"] and data["quick"] is True
+    assert list(tmp_path.iterdir()) == [out]  # the temporary databases are gone
+
+
+def test_only_runs_the_named_benchmark():
+    done = run_bench("--quick", "--only", "scaling", "--scales", "0.05")
+    stdout = done.stdout.decode("utf-8")
+    assert done.returncode == 0, done.stderr.decode("utf-8")
+    assert "## Cost of checking citations" in stdout and "## Tool latency" not in stdout
+    assert "| 20 / 6 / 15 |" in stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--only", "speed"], "--only"),
+    (["--sizes", "10,x"], "--sizes"),
+    (["--sizes", "0"], "--sizes"),
+    (["--only", "latency", "--sizes", "1"], "at least 2 articles"),
+    (["--processes", "-1"], "--processes"),
+    (["--seconds", "0"], "--seconds"),
+    (["--repeats", "many"], "--repeats"),
+])
+def test_bad_options_are_clear_errors(args, needle):
+    done = run_bench(*args)
+    assert done.returncode == 2
+    assert needle in done.stderr.decode("utf-8")
+    assert done.stdout == b""
+
+
+def test_statistics():
+    assert common.median([3, 1, 2]) == 2
+    assert common.median([4, 1, 2, 3]) == 2.5
+    values = list(range(1, 101))
+    assert common.percentile(values, 50) == 50
+    assert common.percentile(values, 99) == 99
+    assert common.percentile(values, 100) == 100
+    assert common.percentile([7], 99) == 7
+    with pytest.raises(ValueError):
+        common.median([])
