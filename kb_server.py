@@ -83,36 +83,16 @@ class RpcError(Exception):
         self.data = data
 
 
-class ServerToolError(Exception):
-    """A tool error raised by the server itself, shaped like ``kb_store.ToolError``."""
-
-    code = "error"
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.message = message
-        self.details = details
-
-    def to_dict(self):
-        """The error as JSON-ready data: code, message, details."""
-        return {"code": self.code, "message": self.message, "details": dict(self.details)}
-
-
-class WriteNotApproved(ServerToolError):
+class WriteNotApproved(kb_store.ToolError):
     """An edit the person did not approve, or could not be asked about; nothing was written."""
 
     code = WRITE_NOT_APPROVED
 
 
-class StoreFailed(ServerToolError):
+class StoreFailed(kb_store.ToolError):
     """The database failed under a tool call; the store's transactions leave nothing half done."""
 
     code = STORE_FAILED
-
-
-# What a tool call reports to the model as a result with isError, never as a JSON-RPC error:
-# the spec wants errors that originate in the tool where the model can see and act on them.
-TOOL_ERRORS = (kb_store.ToolError, ServerToolError)
 
 
 @dataclass
@@ -484,7 +464,9 @@ class KBServer:
             result = handler(name, arguments)
             if inspect.isgenerator(result):
                 result = yield from result
-        except TOOL_ERRORS as err:
+        except kb_store.ToolError as err:
+            # Reported to the model as a result with isError, never as a JSON-RPC error: the
+            # spec wants errors that arise in the tool where the model can see and act on them.
             log.info("%s: %s: %s", name, err.code, err.message)
             return tool_error(err)
         except sqlite3.Error as exc:

@@ -92,7 +92,7 @@ _RFC3339 = re.compile(
 
 
 class ToolError(Exception):
-    """A tool call that could not be carried out; ``code`` is stable, ``message`` says what to do."""
+    """A call that could not be carried out; ``code`` is stable, ``message`` says what to do."""
 
     code = "error"
 

@@ -256,7 +256,8 @@ def make_sentence(subject, action, u):
 
 def make_paragraph(subject, action, u):
     """A paragraph of two sentences about ``subject`` from six uniforms."""
-    return "%s %s" % (make_sentence(subject, action, u[0:3]), make_sentence(subject, action, u[3:6]))
+    return "%s %s" % (make_sentence(subject, action, u[0:3]),
+                      make_sentence(subject, action, u[3:6]))
 
 
 def make_titles(rng, n):
@@ -842,7 +843,8 @@ def _pct(n, d):
     return "%.1f%%" % (100.0 * n / d) if d else "-"
 
 
-def _table(header, rows):
+def markdown_table(header, rows):
+    """A Markdown table; the first column left-aligned, the rest right-aligned."""
     lines = ["| " + " | ".join(header) + " |",
              "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -867,7 +869,8 @@ def render(report, per_seed=False):
     for z, u in zip(report["staleness"]["zipf"], report["staleness"]["uniform"]):
         row = [z["hour"]]
         for r in (z, u):
-            row += [_n(r["citations"]), "%s (%s)" % (_n(r["stale"]), _pct(r["stale"], r["citations"])),
+            row += [_n(r["citations"]),
+                    "%s (%s)" % (_n(r["stale"]), _pct(r["stale"], r["citations"])),
                     _n(r["distinct"]),
                     "%s (%s)" % (_n(r["stale_distinct"]), _pct(r["stale_distinct"], r["distinct"])),
                     _n(r["answers"]),
@@ -876,7 +879,7 @@ def render(report, per_seed=False):
         rows.append(row)
     header = ["hour"] + ["%s %s" % (m, c) for m in ("zipf", "ctrl") for c in (
         "citations", "stale", "distinct", "stale distinct", "answers", "answers w/ stale")]
-    out.append(_table(header, rows) + "\n")
+    out.append(markdown_table(header, rows) + "\n")
 
     out.append("End of day by the citation's place in its answer (1: the top search hit, which "
                "is the question's own article in %s of Zipf answers):\n"
@@ -887,7 +890,7 @@ def render(report, per_seed=False):
         rows.append([z["position"], _n(z["citations"]),
                      "%s (%s)" % (_n(z["stale"]), _pct(z["stale"], z["citations"])),
                      "%s (%s)" % (_n(u["stale"]), _pct(u["stale"], u["citations"]))])
-    out.append(_table(["position", "citations", "zipf stale", "ctrl stale"], rows) + "\n")
+    out.append(markdown_table(["position", "citations", "zipf stale", "ctrl stale"], rows) + "\n")
 
     out.append("## 2. Detection at end of day (Zipf)\n")
     det = report["detection"]
@@ -901,7 +904,7 @@ def render(report, per_seed=False):
                                   _pct(d["stale_distinct"], gt["stale_distinct"])),
                      _n(d["content_only"]), _n(d["retitled"]), _n(d["gone"]),
                      _n(d["false_stale"])])
-    out.append(_table(["strategy", "stale citations found", "stale distinct found",
+    out.append(markdown_table(["strategy", "stale citations found", "stale distinct found",
                        "content only", "retitled", "gone", "false alarms"], rows) + "\n")
     out.append("Causes count distinct citations. A retitle also changes content, so the title "
                "check sees only retitles and unpublishes.\n")
@@ -917,7 +920,7 @@ def render(report, per_seed=False):
     rows.append(["re-read / poll", _ratio_text(r["calls"], p["calls"]),
                  _ratio_text(r["articles_read"], p["articles_read"]),
                  _ratio_text(r["bytes_read"], p["bytes_read"]), "-"])
-    out.append(_table(["strategy", "tool calls", "articles read", "bytes of article text",
+    out.append(markdown_table(["strategy", "tool calls", "articles read", "bytes of article text",
                        "events fetched"], rows) + "\n")
 
     out.append("## 4. Edits with the citation's version, by delay\n")
@@ -929,18 +932,18 @@ def render(report, per_seed=False):
                      _pct(rejected, e["edits"]),
                      "%d of %d" % (e["retries_succeeded"],
                                    e["retries_succeeded"] + e["retries_failed"])])
-    out.append(_table(["delay", "edits", "accepted first try", "rejected: changed",
+    out.append(markdown_table(["delay", "edits", "accepted first try", "rejected: changed",
                        "rejected: gone", "rejected", "retries succeeded"], rows) + "\n")
 
     out.append("## 5. Idempotency\n")
     i = report["idempotency"]
-    out.append(_table(["successful edits", "replays sent", "replays marked as replay",
+    out.append(markdown_table(["successful edits", "replays sent", "replays marked as replay",
                        "events written by replays"],
                       [[_n(i["successful_edits"]), _n(i["replays"]), _n(i["replays_marked"]),
                         _n(i["new_events_from_replays"])]]) + "\n")
 
     out.append("## 6. The article beside us\n")
-    out.append(_table(["figure", "article", "ours"], comparison_rows(report)) + "\n")
+    out.append(markdown_table(["figure", "article", "ours"], comparison_rows(report)) + "\n")
     out.append("The article's stale counts (369, 167, 152) fit only as *distinct* citations: "
                "with two citations per answer, answers holding a stale citation can never "
                "outnumber stale citations, yet the article has 280 answers against 167 citations. "
@@ -1047,7 +1050,7 @@ def per_seed_table(report):
         rows.append(row("edits at %s rejected: changed" % _delay_text(d),
                         edit(i, "rejected_changed")))
         rows.append(row("edits at %s rejected: gone" % _delay_text(d), edit(i, "rejected_gone")))
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def _ratio_text(a, b):

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import sim  # noqa: E402  (after the path above)
+
 
 def median(values):
     """The median of a non-empty sequence of numbers."""
@@ -77,12 +79,8 @@ def code_version():
     return {"commit": head.stdout.decode("utf-8").strip(), "uncommitted": changed}
 
 
-def table(header, rows):
-    """A Markdown table; the first column left-aligned, the rest right-aligned."""
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
+# The simulation's own tables, so every table in the README has one look.
+table = sim.markdown_table
 
 
 def ms(seconds):
