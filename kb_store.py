@@ -516,11 +516,13 @@ def make_snippet(text, terms, words=SNIPPET_WORDS):
         seen[term] -= 1
         if not seen[term]:
             del seen[term]
-    if best is not None:
+    if best is not None and len(text) > width:
         # Start a few words before the cluster, at a word boundary, for context.
         start = best[1]
         for _ in range(3):
             start = text.rfind(" ", 0, max(start - 1, 0)) + 1
+        if len(text) - start < width:  # near the end: show a full window, ending at the end
+            start = text.rfind(" ", 0, len(text) - width) + 1
     end = text.find(" ", start + width)
     end = len(text) if end < 0 else end
     parts, cursor = [], start
