@@ -1149,7 +1149,8 @@ class KBStore:
             "SELECT pk, article_id, title, updated_at, content FROM articles WHERE pk IN (%s)"
             % ",".join("?" * len(top)), top,
         )}
-        return [dict(rows[pk], snippet=self._snippet(rows[pk], tuple(terms))) for pk in top]
+        terms = tuple(terms)
+        return [dict(rows[pk], snippet=self._snippet(rows[pk], terms)) for pk in top]
 
     @staticmethod
     def _ranked_in_one_pass(conn, kb_pk, ranked, words, limit):
