@@ -10,8 +10,6 @@ kills them with SIGKILL at random moments, round after round, and checks the fil
 round: integrity, audit, gapless logs, every article at its last event, no half-written edit.
 """
 
-import json
-import queue
 import random
 import re
 import signal
@@ -524,14 +522,8 @@ def test_writers_killed_again_and_again_leave_a_consistent_file(tmp_path):
             for kb, worker in zip(kbs, workers):
                 worker.proc.wait(timeout=60)
                 assert worker.proc.returncode == -signal.SIGKILL
-                while True:  # what it printed before dying was committed too
-                    try:
-                        line = worker.lines.get(timeout=5)
-                    except queue.Empty:
-                        break
-                    if line is None:
-                        break
-                    reported[kb].append(json.loads(line))
+                # what it printed before dying was committed too
+                reported[kb].extend(worker.drain())
         finally:
             for worker in workers:
                 worker.stop()

@@ -52,6 +52,18 @@ class Worker:
                                                            self.proc.stderr.read()))
         return json.loads(line)
 
+    def drain(self):
+        """Everything the worker printed before it ended (it is killed or has exited)."""
+        values = []
+        while True:
+            try:
+                line = self.lines.get(timeout=5)
+            except queue.Empty:
+                return values
+            if line is None:
+                return values
+            values.append(json.loads(line))
+
     def send(self, value):
         self.proc.stdin.write(json.dumps(value) + "\n")
         self.proc.stdin.flush()
@@ -182,14 +194,7 @@ def test_a_writer_killed_mid_stream_leaves_a_consistent_store(tmp_path):
             worker.proc.wait(timeout=LINE_TIMEOUT_S)
             assert worker.proc.returncode == -signal.SIGKILL
             # whatever it printed before dying was committed too
-            while True:
-                try:
-                    line = worker.lines.get(timeout=5)
-                except queue.Empty:
-                    break
-                if line is None:
-                    break
-                reported.append(json.loads(line))
+            reported.extend(worker.drain())
         finally:
             worker.stop()
 
