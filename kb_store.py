@@ -17,6 +17,7 @@ import argparse
 import collections
 import contextlib
 import hashlib
+import heapq
 import json
 import operator
 import os
@@ -1157,13 +1158,14 @@ class KBStore:
         """Score every article holding any word, count the words each holds, sort: small bases."""
         hits = conn.execute(ranked, (" OR ".join(words),)).fetchall()
         if len(words) == 1:
-            return sorted(hits, key=lambda h: (h[1], h[0]))[:limit]
+            return heapq.nsmallest(limit, hits, key=lambda h: (h[1], h[0]))
         held = collections.Counter()
         select = "SELECT rowid FROM fts_%d WHERE fts_%d MATCH ?" % (kb_pk, kb_pk)
         for word in words:
             held.update(map(operator.itemgetter(0), conn.execute(select, (word,)).fetchall()))
         most = len(words)
-        return sorted(hits, key=lambda h: (min(most - held[h[0]], 2), h[1], h[0]))[:limit]
+        # The few best, not a sort of every article holding a word; the key is unique (rowid).
+        return heapq.nsmallest(limit, hits, key=lambda h: (min(most - held[h[0]], 2), h[1], h[0]))
 
     @staticmethod
     def _ranked_in_tiers(conn, ranked, words, limit):
