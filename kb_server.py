@@ -26,7 +26,6 @@ import json
 import logging
 import math
 import os
-import sqlite3
 import sys
 from dataclasses import dataclass
 from typing import Any, Dict, Generator
@@ -54,10 +53,8 @@ INTERNAL_ERROR = -32603
 
 WRITE_MODES = ("ask", "allow", "deny")
 EDIT_TOOL = "edit_knowledge_article"
-# Server-side tool error codes; the store raises neither. The first comes from the approval
-# step, the second from a database failure (busy past the store's timeout, disk full, ...).
+# The server's own tool error code, from the approval step; the store's codes come from it.
 WRITE_NOT_APPROVED = "write_not_approved"
-STORE_FAILED = "store_failed"
 
 # Sent once in the handshake; clients show it to the model as guidance for these tools.
 INSTRUCTIONS = (
@@ -87,12 +84,6 @@ class WriteNotApproved(kb_store.ToolError):
     """An edit the person did not approve, or could not be asked about; nothing was written."""
 
     code = WRITE_NOT_APPROVED
-
-
-class StoreFailed(kb_store.ToolError):
-    """The database failed under a tool call; the store's transactions leave nothing half done."""
-
-    code = STORE_FAILED
 
 
 @dataclass
@@ -467,14 +458,9 @@ class KBServer:
         except kb_store.ToolError as err:
             # Reported to the model as a result with isError, never as a JSON-RPC error: the
             # spec wants errors that arise in the tool where the model can see and act on them.
+            # The store turns every failure of a call (its database's included) into one.
             log.info("%s: %s: %s", name, err.code, err.message)
             return tool_error(err)
-        except sqlite3.Error as exc:
-            log.exception("%s: database failure", name)
-            return tool_error(StoreFailed(
-                "The knowledge-base database failed (%s). Each write is all or nothing: retry "
-                "the same call later; an edit resent with the same idempotency_key returns the "
-                "stored result if it was written." % exc))
         return tool_result(result)
 
     # -- tools -------------------------------------------------------------------------------------
@@ -557,16 +543,15 @@ def build_parser():
 
 def open_store(parser, args):
     """The store named by ``--db``, checked against ``--grant``; exits with a message if not."""
-    if not os.path.isfile(args.db):
-        parser.error("argument --db: no database file at %s (create one with: python "
-                     "kb_store.py --db %s init KB)" % (args.db, args.db))
     for kb_id in args.grant:
         if not kb_id:
             parser.error("argument --grant: a knowledge-base ID must not be empty")
     try:
+        # Never create=True: a server opens a store that init made, and leaves any other file
+        # exactly as it found it.
         store = kb_store.KBStore(args.db)
-    except (sqlite3.Error, ValueError) as exc:
-        parser.error("argument --db: cannot open %s as a knowledge-base store: %s" % (args.db, exc))
+    except kb_store.ToolError as exc:
+        parser.error("argument --db: %s" % exc.message)
     missing = [kb_id for kb_id in args.grant if not store.knowledge_base_exists(kb_id)]
     if missing:
         store.close()

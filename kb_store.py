@@ -19,16 +19,24 @@ import contextlib
 import hashlib
 import heapq
 import json
+import logging
 import operator
 import os
 import re
 import sqlite3
 import sys
 import unicodedata
+import urllib.request
 from datetime import datetime, timedelta, timezone
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
 SCHEMA_VERSION = 1
+# Written into the SQLite header of every store this module creates ("KBC1"), so that another
+# application's file is told apart even when its user_version happens to equal ours.
+APPLICATION_ID = 0x4B424331
+# The tables a store of schema 1 has; a file made before APPLICATION_ID existed is recognised
+# by them (its application_id is 0).
+STORE_TABLES = frozenset({"knowledge_bases", "articles", "events", "idempotency"})
 
 # A writer waits this long for another process's transaction before giving up: long enough to
 # ride out a burst of concurrent edits, short enough that a wedged writer surfaces as an error.
@@ -84,6 +92,8 @@ EVENT_UPDATED = "article.updated"
 EVENT_UNPUBLISHED = "article.unpublished"
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+log = logging.getLogger("kb_store")
 # ASCII digits only, and \Z rather than $, which would let a trailing newline through.
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
@@ -129,6 +139,36 @@ class IdempotencyKeyReused(ToolError):
     """The idempotency key was already used for a different request."""
 
     code = "idempotency_key_reused"
+
+
+class StoreBusy(ToolError):
+    """Another writer held the database past the wait; nothing was written, a retry is safe."""
+
+    code = "store_busy"
+
+
+class StoreFailed(ToolError):
+    """The database failed (disk full, I/O error); the transaction left nothing half done."""
+
+    code = "store_failed"
+
+
+class StoreDamaged(ToolError):
+    """The stored data contradicts itself (a gap in the event log, a broken index or file)."""
+
+    code = "store_damaged"
+
+
+class NotAStore(ToolError):
+    """The path or address holds no knowledge-base store, or one this version cannot read."""
+
+    code = "not_a_store"
+
+
+class InternalError(ToolError):
+    """A fault in this program, not in the call; the transaction was rolled back."""
+
+    code = "internal_error"
 
 
 def _string(description, min_length=1, max_length=ID_MAX, **extra):
@@ -561,6 +601,11 @@ def validate_arguments(schema, arguments):
         )
     properties = schema["properties"]
     for name in arguments:
+        if not isinstance(name, str):
+            raise InvalidArgument(
+                "argument names must be strings, got %s %s" % (_json_type(name), _shown(name)),
+                argument="arguments",
+            )
         if name not in properties:
             raise InvalidArgument(
                 "unknown argument %s; this tool takes %s" % (_shown(name), ", ".join(properties)),
@@ -605,12 +650,12 @@ def validate_arguments(schema, arguments):
                 )
             if value < rule.get("minimum", value):
                 raise InvalidArgument(
-                    "%s must be at least %d, got %d" % (name, rule["minimum"], value),
+                    "%s must be at least %d, got %s" % (name, rule["minimum"], _int_text(value)),
                     argument=name,
                 )
             if value > rule.get("maximum", value):
                 raise InvalidArgument(
-                    "%s must be at most %d, got %d" % (name, rule["maximum"], value),
+                    "%s must be at most %d, got %s" % (name, rule["maximum"], _int_text(value)),
                     argument=name,
                 )
         clean[name] = value
@@ -624,7 +669,19 @@ def _clip(text):
 
 def _shown(value):
     """``repr`` of a caller's value for an error message, cut short: errors never echo megabytes."""
-    return repr(_clip(value)) if isinstance(value, str) else repr(value)[:SHOWN_MAX]
+    if isinstance(value, str):
+        return repr(_clip(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _int_text(value)
+    return repr(value)[:SHOWN_MAX]
+
+
+def _int_text(value):
+    """An integer for an error message; past 18 digits only its size (str() refuses huge ones)."""
+    if abs(value) < 10 ** 18:
+        return "%d" % value
+    return "%san integer of about %d digits" % ("-" if value < 0 else "",
+                                                  int(value.bit_length() * 0.30103) + 1)
 
 
 def _json_type(value):
@@ -653,9 +710,17 @@ def _check_content(content, argument="content"):
         )
 
 
+def is_blank(text):
+    """Whether ``text`` has no visible character: only separators (Z*), controls and formats."""
+    return all(unicodedata.category(ch)[0] == "Z" or unicodedata.category(ch) in ("Cc", "Cf")
+               for ch in text)
+
+
 def _check_title(title, argument="title"):
-    if not title.strip():
-        raise InvalidArgument("%s must not be blank" % argument, argument=argument)
+    if is_blank(title):
+        raise InvalidArgument(
+            "%s must not be blank: it needs a visible character, not only spaces, controls or "
+            "zero-width characters" % argument, argument=argument)
 
 
 def _citation(kb_id, article_id, updated_at):
@@ -713,6 +778,17 @@ def _conflict(kb, row, expected_version):
     )
 
 
+def _gap(kb, missing, head):
+    """The store_damaged error for an event log missing sequence ``missing`` below ``head``."""
+    return StoreDamaged(
+        "the event log of knowledge base %r is damaged: event %d is missing (the head is %d), "
+        "so a poll cannot go on from here. A retry will not help; the store's operator must "
+        "run the audit and restore from a backup. Re-read cited articles by ID meanwhile."
+        % (kb["kb_id"], missing, head),
+        knowledge_base_id=kb["kb_id"], missing_sequence=missing, head_sequence=head,
+        retryable=False)
+
+
 def _granted(granted):
     """The granted knowledge-base IDs as a set; a lone string is a mistake, not a set of letters."""
     if isinstance(granted, str):
@@ -724,15 +800,85 @@ def _system_clock():
     return datetime.now(timezone.utc)
 
 
+# SQLite's primary result codes that say who is at fault (sqlite3.Error.sqlite_errorcode exists
+# from Python 3.11; older ones are told by the message text instead).
+_SQLITE_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+_SQLITE_DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def store_error(exc, where="the knowledge-base database"):
+    """The ToolError for a database failure ``exc``: busy, damaged, or failed, with what to do."""
+    text = str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF
+    if primary in _SQLITE_BUSY_CODES or (primary is None and ("locked" in text or "busy" in text)):
+        return StoreBusy(
+            "%s is busy: another writer held it past the wait (%s). Nothing was written; "
+            "retry the same call (an edit resent with the same idempotency_key is applied at "
+            "most once)." % (where, text), retryable=True)
+    if primary in _SQLITE_DAMAGE_CODES or (
+            primary is None and ("malformed" in text or "not a database" in text)):
+        return StoreDamaged(
+            "%s is damaged (%s). A retry will not help: stop writing to it, run the audit and "
+            "restore it from a backup." % (where, text), retryable=False)
+    return StoreFailed(
+        "%s failed (%s). Each write is all or nothing, so nothing was half done: retry the same "
+        "call once the cause (a full disk, say) is fixed; an edit resent with the same "
+        "idempotency_key returns the stored result if it was written." % (where, text),
+        retryable=True)
+
+
+def _sqlite_uri(path, create):
+    """A ``file:`` URI for ``path`` that opens it read-write, creating it only if ``create``."""
+    if path.startswith("file:"):
+        return path  # the caller's own URI, with whatever mode it names
+    quoted = urllib.request.pathname2url(os.path.abspath(path))
+    return "file:%s?mode=%s" % (quoted, "rwc" if create else "rw")
+
+
+@contextlib.contextmanager
+def _tool_errors(name):
+    """Make every failure inside a tool call a ToolError, so callers need catch one family."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except sqlite3.ProgrammingError:
+        raise  # a closed store or a misuse by the host program, not the call's fault
+    except sqlite3.Error as exc:
+        raise store_error(exc) from exc
+    except Exception as exc:
+        log.exception("%s failed", name)
+        raise InternalError(
+            "%s failed inside the store (%s: %s); the transaction was rolled back, so nothing "
+            "was half done. This is a fault in the store, not in the call: report it."
+            % (name, type(exc).__name__, _clip(str(exc))), retryable=False) from exc
+
+
+
 class KBStore:
     """Knowledge bases, their articles, their event logs and the four agent tools, in SQLite."""
 
-    def __init__(self, path=":memory:", *, clock=None):
+    def __init__(self, path=":memory:", *, clock=None, create=False, timeout=BUSY_TIMEOUT_S):
+        """Open the store at ``path``; only with ``create=True`` is a missing or empty file made one.
+
+        Opening an existing store reads its header and takes no lock a writer could hold up,
+        and a file that is not a store is refused (``NotAStore``) without a byte of it changed.
+        A write waits up to ``timeout`` seconds for another process's transaction.
+        """
         self.path = path
+        self.timeout = timeout
         self._clock = clock or _system_clock
-        self._conn = sqlite3.connect(
-            path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
-        )
+        memory = path == ":memory:" or str(path).startswith("file::memory:")
+        try:
+            self._conn = sqlite3.connect(
+                path if memory else _sqlite_uri(str(path), create), uri=not memory,
+                isolation_level=None, timeout=timeout, check_same_thread=False)
+        except sqlite3.Error as exc:
+            if create:
+                raise store_error(exc, "the database file %s" % path) from exc
+            raise NotAStore("no knowledge-base store at %s (%s); create one with: kb init --db "
+                            "%s KB" % (path, exc, path), path=str(path)) from None
         self._conn.row_factory = sqlite3.Row
         self._handlers = {
             "search_knowledge_base": self._search,
@@ -744,12 +890,17 @@ class KBStore:
         self._snippets = {}  # insertion-ordered: the first key is the least recently used
         try:
             self._conn.execute("PRAGMA foreign_keys = ON")
-            # Check (or create) the schema first, so a file that is not ours is left untouched.
-            self._init_schema()
-            if path != ":memory:" and not str(path).startswith("file::memory:"):
-                # WAL lets readers run beside the one writer; NORMAL sync is crash-safe in WAL
-                # (a killed process loses nothing committed; power loss may drop the last ones).
-                self._conn.execute("PRAGMA journal_mode = WAL")
+            # Identify the file before anything could write to it: a file that is not ours is
+            # refused with its bytes (journal mode included) as they were.
+            if not self._is_store():
+                if not (create or memory):
+                    raise NotAStore(
+                        "%s is an empty database, not a knowledge-base store; create one with: "
+                        "kb init --db %s KB" % (path, path), path=str(path))
+                self._create_schema(memory)
+            if not memory:
+                # NORMAL sync is crash-safe in WAL (a killed process loses nothing committed;
+                # power loss may drop the last ones). A connection setting: nothing is written.
                 self._conn.execute("PRAGMA synchronous = NORMAL")
         except BaseException:
             self._conn.close()
@@ -769,31 +920,68 @@ class KBStore:
 
     @contextlib.contextmanager
     def transaction(self, mode="IMMEDIATE"):
-        """One transaction: ``BEGIN IMMEDIATE`` (or ``DEFERRED`` for a consistent read)."""
-        self._conn.execute("BEGIN " + mode)
-        try:
-            yield self._conn
-        except BaseException:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
-        else:
-            self._conn.execute("COMMIT")
+        """One transaction: ``BEGIN IMMEDIATE`` (or ``DEFERRED`` for a consistent read).
 
-    def _init_schema(self):
+        Rolls back on any exception; a database failure comes out as a ToolError.
+        """
+        conn = self._conn
+        try:
+            conn.execute("BEGIN " + mode)
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        except sqlite3.ProgrammingError:
+            raise  # a closed store, a misuse: the caller's bug, not the database's
+        except sqlite3.Error as exc:
+            raise store_error(exc) from exc
+
+    def _header(self):
+        """``(application_id, user_version, table names)`` of the open file, read without a lock."""
+        try:
+            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {row[0] for row in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise NotAStore("%s is not a knowledge-base store: %s" % (self.path, exc),
+                            path=str(self.path)) from None
+        return app_id, version, tables
+
+    def _is_store(self):
+        """True for a store of our schema, False for an empty database; refuses anything else."""
+        app_id, version, tables = self._header()
+        if app_id == 0 and version == 0 and not tables:
+            return False
+        ours = app_id == APPLICATION_ID or (app_id == 0 and STORE_TABLES <= tables)
+        if not ours:
+            raise NotAStore(
+                "%s is not a knowledge-base store: it is another application's SQLite database "
+                "(application_id %d, user_version %d, tables %s); nothing was changed"
+                % (self.path, app_id, version, ", ".join(sorted(tables)[:5]) or "none"),
+                path=str(self.path))
+        if version != SCHEMA_VERSION:
+            raise NotAStore(
+                "%s is a knowledge-base store of schema %d; this version of kb_store reads "
+                "schema %d" % (self.path, version, SCHEMA_VERSION), path=str(self.path))
+        return True
+
+    def _create_schema(self, memory):
+        """Make the empty database a store, unless another process just did (checked under lock)."""
+        if not memory:
+            # WAL lets readers run beside the one writer; it stays set in the file.
+            self._conn.execute("PRAGMA journal_mode = WAL")
         with self.transaction() as conn:
-            found = conn.execute("PRAGMA user_version").fetchone()[0]
-            if found == SCHEMA_VERSION:
+            if self._is_store():
                 return
-            has_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if found != 0 or has_tables:
-                raise ValueError(
-                    "%s is not a knowledge-base store of schema %d (user_version %d)"
-                    % (self.path, SCHEMA_VERSION, found)
-                )
             for statement in _SCHEMA_SQL.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
             conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
 
     def _now_us(self):
@@ -825,11 +1013,19 @@ class KBStore:
         return row
 
     def _article(self, kb, article_id, published_only):
+        """The article's row with its content; a draft is ``not_found`` when ``published_only``.
+
+        Visibility is decided on the small columns before the content is read, so a large
+        draft and a missing article cost a caller the same, and time tells them nothing.
+        """
         row = self._conn.execute(
-            "SELECT pk, article_id, title, content, published, version_us, updated_at, source "
-            "FROM articles WHERE kb_pk = ? AND article_id = ?",
+            "SELECT pk, published FROM articles WHERE kb_pk = ? AND article_id = ?",
             (kb["pk"], article_id),
         ).fetchone()
+        if row is not None and (row["published"] or not published_only):
+            row = self._conn.execute(
+                "SELECT pk, article_id, title, content, published, version_us, updated_at, "
+                "source FROM articles WHERE pk = ?", (row["pk"],)).fetchone()
         if row is None or (published_only and not row["published"]):
             raise NotFound(
                 "article %r is not a published article of knowledge base %r; it may have been "
@@ -1103,8 +1299,9 @@ class KBStore:
                 "unknown tool %s; tools: %s" % (_shown(name), ", ".join(self._handlers)),
                 argument="name"
             )
-        args = validate_arguments(self._schemas[name], arguments)
-        return handler(args, _granted(granted))
+        granted = _granted(granted)
+        with _tool_errors(name):
+            return handler(validate_arguments(self._schemas[name], arguments), granted)
 
     def _search(self, args, granted):
         limit = args.get("limit", SEARCH_LIMIT_DEFAULT)
@@ -1150,6 +1347,13 @@ class KBStore:
             "SELECT pk, article_id, title, updated_at, content FROM articles WHERE pk IN (%s)"
             % ",".join("?" * len(top)), top,
         )}
+        if len(rows) != len(top):
+            raise StoreDamaged(
+                "the search index of knowledge base %r lists %d article(s) that are not in the "
+                "articles table. A retry will not help; the store's operator must run the audit "
+                "and rebuild the index (kb reindex %s)." % (kb["kb_id"], len(set(top) - set(rows)),
+                                                           kb["kb_id"]),
+                knowledge_base_id=kb["kb_id"], retryable=False)
         terms = tuple(terms)
         return [dict(rows[pk], snippet=self._snippet(rows[pk], terms)) for pk in top]
 
@@ -1293,9 +1497,11 @@ class KBStore:
 
     def preview_edit(self, arguments, *, granted):
         """What an edit would do now, for an approval prompt; raises what the edit would raise."""
-        args = validate_arguments(self._schemas["edit_knowledge_article"], arguments)
-        with self.transaction("DEFERRED"):
-            kb, row, _, stored = self._edit_checks(args, _granted(granted))
+        granted = _granted(granted)
+        with _tool_errors("edit_knowledge_article"):
+            args = validate_arguments(self._schemas["edit_knowledge_article"], arguments)
+            with self.transaction("DEFERRED"):
+                kb, row, _, stored = self._edit_checks(args, granted)
         if stored is not None:
             return {"replay": True, "result": stored}
         return {
@@ -1324,8 +1530,8 @@ class KBStore:
             head = kb["head_sequence"]
             if after > head:
                 raise InvalidArgument(
-                    "after_sequence %d is beyond the head of knowledge base %r, which is %d; "
-                    "resume from %d or less" % (after, kb["kb_id"], head, head),
+                    "after_sequence %s is beyond the head of knowledge base %r, which is %d; "
+                    "resume from %d or less" % (_int_text(after), kb["kb_id"], head, head),
                     argument="after_sequence",
                     head_sequence=head,
                 )
@@ -1335,6 +1541,15 @@ class KBStore:
                 (kb["pk"], after, limit),
             ).fetchall()
         events = [dict(row) for row in rows]
+        # The log is gapless by construction, so a page is exactly the next sequences up to the
+        # head. Anything else is damage; answering it with has_more would send a client that
+        # follows has_more round forever (Kubernetes answers a cursor it cannot serve 410 Gone).
+        wanted = min(after + limit, head)
+        for expected, event in enumerate(events, after + 1):
+            if event["sequence"] != expected:
+                raise _gap(kb, expected, head)
+        if len(events) != wanted - after:
+            raise _gap(kb, after + len(events) + 1, head)
         cursor = events[-1]["sequence"] if events else after
         return {
             "resource_type": resource_type,
@@ -1360,8 +1575,14 @@ class KBStore:
                 seqs = [r[0] for r in conn.execute(
                     "SELECT sequence FROM events WHERE kb_pk = ? ORDER BY sequence", (kb["pk"],))]
                 if seqs != list(range(1, kb["head_sequence"] + 1)):
-                    problems.append("knowledge base %r: event sequences are not 1..%d"
-                                    % (kb["kb_id"], kb["head_sequence"]))
+                    missing = sorted(set(range(1, kb["head_sequence"] + 1)) - set(seqs))
+                    extra = [s for s in seqs if not 1 <= s <= kb["head_sequence"]]
+                    problems.append(
+                        "knowledge base %r: event log damaged: head %d, missing sequence(s) %s%s"
+                        % (kb["kb_id"], kb["head_sequence"],
+                           ", ".join(map(str, missing[:10])) or "none",
+                           "; beyond the head: %s" % ", ".join(map(str, extra[:10]))
+                           if extra else ""))
                 last = {r["article_id"]: r for r in conn.execute(
                     "SELECT article_id, type, updated_at FROM events WHERE kb_pk = ? "
                     "ORDER BY sequence", (kb["pk"],))}
@@ -1448,10 +1669,7 @@ def _parser():
 
 def _run(args, out):
     """Carry out one admin command, writing its output lines to ``out``."""
-    if args.command != "init" and not os.path.exists(args.db):
-        raise InvalidArgument("no database at %s; create it with: init KB" % args.db,
-                              argument="--db")
-    with KBStore(args.db) as store:
+    with KBStore(args.db, create=args.command == "init") as store:
         if args.command == "init":
             store.create_knowledge_base(args.kb, args.name)
             print("created knowledge base %s" % args.kb, file=out)

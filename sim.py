@@ -440,7 +440,7 @@ class DayRun:
         self.clock = SimClock()
         if db_path is not None and os.path.exists(db_path):
             os.remove(db_path)
-        self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock)
+        self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock, create=True)
         self.agent = Agent(self.store)
         self.article_ids = []
         self.titles = set(plan.titles)

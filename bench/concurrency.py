@@ -61,7 +61,7 @@ def worker(path, article_ids, name, seconds, barrier, results):
 
 def setup(path, articles, hot):
     """A store of ``articles`` published articles; returns the IDs of the ``hot`` shared ones."""
-    with kb_store.KBStore(path) as store:
+    with kb_store.KBStore(path, create=True) as store:
         store.create_knowledge_base(KB)
         ids = store.create_articles(KB, corpus.articles(random.Random(SEED), articles))
     return ids[:hot]

@@ -33,7 +33,7 @@ def build(path, count, seed=SEED):
     rng = random.Random(seed)
     articles = corpus.articles(rng, count)
     started = time.perf_counter()
-    with kb_store.KBStore(path) as store:
+    with kb_store.KBStore(path, create=True) as store:
         store.create_knowledge_base(KB)
         # The bulk load: one transaction and one index segment for the lot.
         store.create_articles(KB, articles)

@@ -93,7 +93,7 @@ class Session:
 
 def make_store(path):
     """A knowledge base ``support`` with three published articles."""
-    with kb_store.KBStore(path) as store:
+    with kb_store.KBStore(path, create=True) as store:
         store.create_knowledge_base("support", name="Customer support")
         article = store.create_article(
             "support", "Resetting your password",

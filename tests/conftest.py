@@ -60,5 +60,5 @@ def db_path(tmp_path):
 @pytest.fixture
 def file_store(db_path, clock):
     """A KBStore on the file ``db_path`` (WAL mode), driven by ``clock``."""
-    with KBStore(db_path, clock=clock) as kb_store:
+    with KBStore(db_path, clock=clock, create=True) as kb_store:
         yield kb_store

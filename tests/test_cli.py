@@ -158,7 +158,7 @@ def test_commands_on_a_missing_database_fail_without_creating_it(tmp_path):
     path = tmp_path / "absent.db"
     for args in (("list", KB), ("add", KB, "--title", "T", "--content", "C"),
                  ("events", KB), ("publish", KB, "art-000001")):
-        assert "no database" in fails(path, *args)
+        assert "no knowledge-base store" in fails(path, *args)
         assert not path.exists()
 
 

@@ -499,7 +499,7 @@ def test_writers_killed_again_and_again_leave_a_consistent_file(tmp_path):
     # 8,000 distinct words make each write re-index a lot (about 4 ms here), so a writer spends
     # most of its time inside transactions and most kills land in one.
     filler = " ".join("word%d" % i for i in range(8000))
-    with KBStore(db) as store:
+    with KBStore(db, create=True) as store:
         for kb in kbs:
             store.create_knowledge_base(kb)
             for i in range(3):

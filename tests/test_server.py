@@ -217,7 +217,7 @@ def start():
 
 def make_db(path, with_internal=True):
     """A store file with knowledge base ``support`` (two articles and a draft)."""
-    with kb_store.KBStore(str(path)) as store:
+    with kb_store.KBStore(str(path), create=True) as store:
         store.create_knowledge_base("support", name="Support")
         password = store.create_article(
             "support", "Resetting your password",
@@ -752,26 +752,28 @@ kb_server.KBServer._ping = noisy_ping
 """
 
 FAILING_STORE = """
-real_call_tool = kb_store.KBStore.call_tool
-def failing_call_tool(self, name, arguments, *, granted):
-    if arguments.get("query") == "locked":
+real_search = kb_store.KBStore._search
+def failing_search(self, args, granted):
+    if args["query"] == "locked":
         raise sqlite3.OperationalError("database is locked")
-    if arguments.get("query") == "bug!":
+    if args["query"] == "full":
+        raise sqlite3.OperationalError("database or disk is full")
+    if args["query"] == "bug!":
         raise RuntimeError("a bug")
-    return real_call_tool(self, name, arguments, granted=granted)
-kb_store.KBStore.call_tool = failing_call_tool
+    return real_search(self, args, granted)
+kb_store.KBStore._search = failing_search
 """
 
 
-def test_a_database_failure_is_a_tool_error_and_a_bug_an_internal_error(start, db):
+def test_a_database_failure_and_a_bug_are_tool_errors_never_internal_rpc_errors(start, db):
     client = start(db.path, argv=patched(db, FAILING_STORE))
     client.initialize()
-    error = error_of(client.tool("search_knowledge_base", knowledge_base_id="support",
-                                 query="locked"))
-    assert error["code"] == "store_failed" and "database is locked" in error["message"]
-    response = client.call("tools/call", {"name": "search_knowledge_base", "arguments": {
-        "knowledge_base_id": "support", "query": "bug!"}})
-    assert response["error"]["code"] == -32603
+    for query, code in (("locked", "store_busy"), ("full", "store_failed"),
+                        ("bug!", "internal_error")):
+        response = client.call("tools/call", {"name": "search_knowledge_base", "arguments": {
+            "knowledge_base_id": "support", "query": query}})
+        assert "error" not in response, response
+        assert error_of(response["result"])["code"] == code
     found = structured(client.tool("search_knowledge_base", knowledge_base_id="support",
                                    query="password"))
     assert found["results"]

@@ -1091,7 +1091,7 @@ def test_empty_knowledge_base_polls_empty(kb):
 
 
 def test_opening_an_existing_file_reuses_it(db_path, clock):
-    with KBStore(db_path, clock=clock) as first:
+    with KBStore(db_path, clock=clock, create=True) as first:
         first.create_knowledge_base(KB)
         aid = first.create_article(KB, "Kept", "kept content")
         version = read(first, aid)["updated_at"]
@@ -1115,7 +1115,7 @@ def test_a_file_with_a_foreign_schema_is_refused(db_path):
     conn.execute("INSERT INTO customers (name) VALUES ('Ada')")
     conn.commit()
     conn.close()
-    with pytest.raises(ValueError, match="not a knowledge-base store"):
+    with pytest.raises(kb_store.NotAStore, match="not a knowledge-base store"):
         KBStore(db_path)
     conn = sqlite3.connect(db_path)
     try:
@@ -1129,21 +1129,22 @@ def test_a_file_with_a_foreign_schema_is_refused(db_path):
 
 def test_a_file_of_another_schema_version_is_refused(db_path):
     conn = sqlite3.connect(db_path)
+    conn.execute("PRAGMA application_id = %d" % kb_store.APPLICATION_ID)
     conn.execute("PRAGMA user_version = %d" % (kb_store.SCHEMA_VERSION + 1))
     conn.close()
-    with pytest.raises(ValueError, match="user_version"):
+    with pytest.raises(kb_store.NotAStore, match="schema %d" % (kb_store.SCHEMA_VERSION + 1)):
         KBStore(db_path)
 
 
 def test_a_file_that_is_no_database_is_refused(db_path):
     with open(db_path, "wb") as fh:
         fh.write(b"not a database " * 100)
-    with pytest.raises(sqlite3.DatabaseError):
+    with pytest.raises(kb_store.NotAStore, match="file is not a database"):
         KBStore(db_path)
 
 
 def test_the_context_manager_closes(db_path):
-    with KBStore(db_path) as store:
+    with KBStore(db_path, create=True) as store:
         store.create_knowledge_base(KB)
     with pytest.raises(sqlite3.ProgrammingError):
         store.list_articles(KB)

@@ -116,7 +116,7 @@ def check_consistent(db_path, kb=KB):
 @pytest.mark.parametrize("workers,rounds", [(6, 4)])
 def test_racing_edits_one_winner_per_version(tmp_path, workers, rounds):
     db = str(tmp_path / "race.db")
-    with KBStore(db) as store:
+    with KBStore(db, create=True) as store:
         store.create_knowledge_base(KB)
         article_id = store.create_article(KB, "Race", "start")
         initial = store.get_article(KB, article_id)["updated_at"]
@@ -176,7 +176,7 @@ def test_a_writer_killed_mid_stream_leaves_a_consistent_store(tmp_path):
     db = str(tmp_path / "kill.db")
     # Long articles make every write re-index a lot of text, so kills land mid-transaction.
     filler = " ".join("word%d" % (i % 997) for i in range(12000))
-    with KBStore(db) as store:
+    with KBStore(db, create=True) as store:
         store.create_knowledge_base(KB)
         for i in range(3):
             store.create_article(KB, "Streamed %d" % i, filler)
