@@ -3,7 +3,7 @@
 
 Attach it to Claude Code, Claude Desktop or any MCP client:
 
-    python kb_server.py --db PATH --grant KB [--grant KB ...] [--writes ask|allow|deny]
+    kb-server --db PATH --grant KB [--grant KB ...] [--writes ask|allow|deny]
 
 It speaks JSON-RPC 2.0, one message per line, as the MCP specification (revision 2025-11-25)
 describes for the stdio transport: the lifecycle handshake, ``ping``, ``tools/list``,
@@ -527,12 +527,13 @@ class KBServer:
 def build_parser():
     """The command line: a database, the knowledge bases granted, and how edits are approved."""
     parser = argparse.ArgumentParser(
-        prog="kb_server.py",
-        description="MCP server over stdio for a knowledge-base store (kb_store.py).",
+        prog="kb-server",
+        description="MCP server over stdio for a knowledge-base store.",
     )
-    parser.add_argument("--db", required=True, metavar="PATH",
-                        help="an existing knowledge-base database file "
-                             "(kb_store.py init makes one)")
+    parser.add_argument("--db", metavar="PATH", default=os.environ.get("KB_DB") or None,
+                        required=not os.environ.get("KB_DB"),
+                        help="an existing store file, made by: kb init --db PATH KB "
+                             "(default: $KB_DB)")
     parser.add_argument("--grant", required=True, action="append", metavar="KB",
                         help="a knowledge base the agent may use; repeat for several")
     parser.add_argument("--writes", choices=WRITE_MODES, default="ask",

@@ -13,7 +13,6 @@ People's side (the app's own editor): ``create_knowledge_base``, ``create_articl
 Run ``python kb_store.py --help`` for the admin command line.
 """
 
-import argparse
 import collections
 import contextlib
 import hashlib
@@ -27,15 +26,16 @@ import sqlite3
 import sys
 import unicodedata
 import urllib.request
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Written into the SQLite header of every store this module creates ("KBC1"), so that another
 # application's file is told apart even when its user_version happens to equal ours.
 APPLICATION_ID = 0x4B424331
-# The tables a store of schema 1 has; a file made before APPLICATION_ID existed is recognised
-# by them (its application_id is 0).
+# The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
+# recognised by them (its application_id is 0).
 STORE_TABLES = frozenset({"knowledge_bases", "articles", "events", "idempotency"})
 
 # A writer waits this long for another process's transaction before giving up: long enough to
@@ -85,6 +85,9 @@ so than that the their then there these this to was we what when where which who
 with you your
 """.split())
 _PUNCTUATION = "\"'.,;:!?()[]{}<>*^-+~`|/\\"
+
+# What an import can do with one file or article, in the order a summary lists them.
+SYNC_ACTIONS = ("create", "update", "rename", "unchanged", "conflict", "unpublish", "orphan")
 
 RESOURCE_TYPES = ("channel", "note", "knowledge_base", "record", "session")
 EVENT_PUBLISHED = "article.published"
@@ -382,7 +385,10 @@ CREATE TABLE articles (
     published INTEGER NOT NULL,
     version_us INTEGER NOT NULL,
     updated_at TEXT NOT NULL,
+    -- The file an import made it from, and the version that import wrote (or found equal to
+    -- the file): a later version means someone edited it since, and import leaves it alone.
     source TEXT,
+    import_version TEXT,
     -- Last, so reading the small columns never walks a long article's overflow pages.
     content TEXT NOT NULL,
     UNIQUE (kb_pk, article_id),
@@ -406,6 +412,13 @@ CREATE TABLE idempotency (
 ) WITHOUT ROWID;
 CREATE INDEX idempotency_age ON idempotency (created_us);
 """
+
+# The statements that take a store of schema N to N + 1 (run by KBStore.upgrade). An article
+# imported under schema 1 gets no import version: re-importing it reports a conflict where its
+# text differs from its file, rather than overwriting an edit it cannot rule out.
+_MIGRATIONS = {
+    1: ["ALTER TABLE articles ADD COLUMN import_version TEXT"],
+}
 
 # One full-text table per knowledge base, holding published articles only: bm25's document
 # statistics then come from what this knowledge base's agents may see, so neither a draft nor
@@ -754,14 +767,109 @@ def _check_new_article(title, content, title_argument, content_argument):
     _check_content(content, content_argument)
 
 
-def split_markdown(text, fallback_title):
-    """Title (first ``# `` heading, else ``fallback_title``) and the rest of a Markdown text."""
+@dataclass(frozen=True)
+class SourceDocument:
+    """One Markdown file as an import sees it: its path below the folder, title and content."""
+
+    source: str
+    title: str
+    content: str
+
+
+# YAML-style front matter: a first line of three dashes, ``key: value`` lines, a closing line
+# of three dashes (or dots). Only ``title`` is used; other keys are allowed and ignored.
+_FRONT_MATTER_END = ("---", "...")
+
+
+def parse_markdown(text, fallback_title):
+    """``(title, body)`` of a Markdown text: front matter ``title:``, else the first ``# ``
+    heading (removed from the body), else ``fallback_title``. A BOM and front matter are
+    stripped; raises ValueError for a text with no body."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
     lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("# ") and line[2:].strip():
-            body = "\n".join(lines[:i] + lines[i + 1:]).strip("\n")
-            return line[2:].strip(), body or line[2:].strip()
-    return fallback_title, text.strip("\n") or fallback_title
+    title = None
+    if lines and lines[0].rstrip() == "---":
+        for end in range(1, len(lines)):
+            if lines[end].rstrip() in _FRONT_MATTER_END:
+                for line in lines[1:end]:
+                    key, sep, value = line.partition(":")
+                    if sep and key.strip().lower() == "title" and value.strip():
+                        title = _yaml_scalar(value.strip())
+                lines = lines[end + 1:]
+                break
+        else:
+            raise ValueError("its front matter (a first line ---) has no closing --- line")
+    if title is None:
+        for i, line in enumerate(lines):
+            if line.startswith("# ") and line[2:].strip():
+                title = line[2:].strip().rstrip("#").strip() or line[2:].strip()
+                lines = lines[:i] + lines[i + 1:]
+                break
+    body = "\n".join(lines).strip("\n")
+    if is_blank(body):
+        raise ValueError("it has no content%s" % (" below its title" if title else ""))
+    return title if title is not None else fallback_title, body
+
+
+def _yaml_scalar(value):
+    """A one-line YAML scalar: quotes removed ('' and \\" unescaped), a trailing comment dropped."""
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return json.loads(value) if "\\" in value else value[1:-1]
+    return value.split(" #", 1)[0].strip()
+
+
+def read_markdown_folder(directory, progress=None):
+    """Every ``*.md`` file below ``directory`` as SourceDocuments, sorted by path.
+
+    Reads and checks them all before anything is written, so a bad file stops an import
+    before it starts. Raises InvalidArgument naming the folder or file and what is wrong.
+    """
+    if not os.path.isdir(directory):
+        raise InvalidArgument("%s is not a folder" % directory, argument="directory",
+                              path=str(directory))
+    failures = []
+
+    def walk_error(exc):
+        failures.append(exc)
+
+    paths = []
+    for root, dirs, files in os.walk(directory, onerror=walk_error):
+        dirs.sort()
+        paths.extend(os.path.join(root, name) for name in sorted(files) if name.endswith(".md"))
+    if failures:
+        exc = failures[0]
+        raise InvalidArgument("cannot read the folder %s: %s" % (exc.filename, exc.strerror),
+                              argument="directory", path=str(exc.filename))
+    documents = []
+    for done, path in enumerate(paths, 1):
+        source = os.path.relpath(path, directory).replace(os.sep, "/")
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise InvalidArgument("cannot read %s: %s" % (path, exc.strerror),
+                                  argument="directory", path=path) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidArgument("%s is not UTF-8 text (byte %d is 0x%02x); save it as UTF-8"
+                                  % (path, exc.start, raw[exc.start]), argument="directory",
+                                  path=path) from None
+        try:
+            title, content = parse_markdown(text, os.path.splitext(os.path.basename(path))[0])
+            _check_new_article(title, content, "title", "content")
+        except (ValueError, ToolError) as exc:
+            raise InvalidArgument("%s cannot be imported: %s" % (
+                path, exc.message if isinstance(exc, ToolError) else exc),
+                argument="directory", path=path) from None
+        documents.append(SourceDocument(source, title, content))
+        if progress is not None:
+            progress("read", done, len(paths))
+    return documents
+
 
 def _conflict(kb, row, expected_version):
     """The version_conflict for an article whose current row is ``row``."""
@@ -858,6 +966,8 @@ def _tool_errors(name):
 
 class KBStore:
     """Knowledge bases, their articles, their event logs and the four agent tools, in SQLite."""
+
+    _upgrading = False  # set only by upgrade(), which opens an older schema to migrate it
 
     def __init__(self, path=":memory:", *, clock=None, create=False, timeout=BUSY_TIMEOUT_S):
         """Open the store at ``path``; only with ``create=True`` is a missing or empty file made one.
@@ -964,11 +1074,37 @@ class KBStore:
                 "(application_id %d, user_version %d, tables %s); nothing was changed"
                 % (self.path, app_id, version, ", ".join(sorted(tables)[:5]) or "none"),
                 path=str(self.path))
-        if version != SCHEMA_VERSION:
+        if version < SCHEMA_VERSION and not self._upgrading:
             raise NotAStore(
-                "%s is a knowledge-base store of schema %d; this version of kb_store reads "
-                "schema %d" % (self.path, version, SCHEMA_VERSION), path=str(self.path))
+                "%s is a knowledge-base store of schema %d, older than this program's %d; "
+                "upgrade it with: kb upgrade --db %s (copy the file first to keep a backup)"
+                % (self.path, version, SCHEMA_VERSION, self.path), path=str(self.path),
+                schema=version)
+        if version > SCHEMA_VERSION:
+            raise NotAStore(
+                "%s is a knowledge-base store of schema %d, newer than this program's %d; "
+                "install a newer kb-citations to open it" % (self.path, version, SCHEMA_VERSION),
+                path=str(self.path), schema=version)
         return True
+
+    @classmethod
+    def upgrade(cls, path):
+        """Bring an older store at ``path`` up to this schema in one transaction; returns
+        ``(old schema, new schema)``."""
+        store = cls.__new__(cls)
+        store._upgrading = True
+        cls.__init__(store, path)
+        try:
+            with store.transaction():
+                found = store._conn.execute("PRAGMA user_version").fetchone()[0]
+                for version in range(found, SCHEMA_VERSION):
+                    for statement in _MIGRATIONS[version]:
+                        store._conn.execute(statement)
+                store._conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
+                store._conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
+        finally:
+            store.close()
+        return found, SCHEMA_VERSION
 
     def _create_schema(self, memory):
         """Make the empty database a store, unless another process just did (checked under lock)."""
@@ -1004,6 +1140,9 @@ class KBStore:
                 "SELECT pk, kb_id, head_sequence, published_count FROM knowledge_bases "
                 "WHERE kb_id = ?", (kb_id,)
             ).fetchone()
+        if row is None and granted is None:  # the people's side: no grants to hide behind
+            raise NotFound("there is no knowledge base %r in this store" % (kb_id,),
+                           knowledge_base_id=kb_id)
         if row is None:
             raise NotFound(
                 "knowledge base %r was not found or is not granted to this client; "
@@ -1026,6 +1165,10 @@ class KBStore:
             row = self._conn.execute(
                 "SELECT pk, article_id, title, content, published, version_us, updated_at, "
                 "source FROM articles WHERE pk = ?", (row["pk"],)).fetchone()
+        if row is None and not published_only:  # the people's side sees drafts too
+            raise NotFound("there is no article %r in knowledge base %r"
+                           % (article_id, kb["kb_id"]), knowledge_base_id=kb["kb_id"],
+                           article_id=article_id)
         if row is None or (published_only and not row["published"]):
             raise NotFound(
                 "article %r is not a published article of knowledge base %r; it may have been "
@@ -1042,6 +1185,14 @@ class KBStore:
             "SELECT 1 FROM knowledge_bases WHERE kb_id = ?", (kb_id,)
         ).fetchone()
         return row is not None
+
+    def list_knowledge_bases(self):
+        """Every knowledge base as a dict: ID, name, article counts and event head."""
+        with self.transaction("DEFERRED") as conn:
+            rows = conn.execute(
+                "SELECT kb_id, name, published_count AS published, articles_created AS articles, "
+                "head_sequence FROM knowledge_bases ORDER BY kb_id").fetchall()
+        return [dict(row) for row in rows]
 
     def list_articles(self, kb_id):
         """Every article of a knowledge base, drafts included, as dicts (no content)."""
@@ -1255,39 +1406,130 @@ class KBStore:
             kb = self._kb(kb_id)
             self._conn.execute("INSERT INTO fts_{0} (fts_{0}) VALUES ('optimize')".format(kb["pk"]))
 
-    def import_directory(self, kb_id, directory):
-        """Import every ``*.md`` file below ``directory`` as an article; returns counts.
+    def import_directory(self, kb_id, directory, *, prune=False, force=False, dry_run=False,
+                         progress=None):
+        """Sync a folder of Markdown files into a knowledge base; returns the plan it carried out.
 
-        The title is the first ``# `` heading (else the file name); the rest is the content.
-        A file imported before is matched by its relative path and saved only if it changed.
+        See ``sync_articles``; the files are all read and checked first (``read_markdown_folder``).
         """
-        counts = {"created": 0, "updated": 0, "unchanged": 0}
         self._kb(kb_id)
-        paths = []
-        for root, dirs, files in os.walk(directory):
-            dirs.sort()
-            paths.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".md"))
-        for path in paths:
-            source = os.path.relpath(path, directory).replace(os.sep, "/")
-            with open(path, encoding="utf-8") as fh:
-                title, content = split_markdown(fh.read(), os.path.splitext(
-                    os.path.basename(path))[0])
-            existing = self._conn.execute(
-                "SELECT a.article_id, a.title, a.content FROM articles a JOIN knowledge_bases k "
-                "ON k.pk = a.kb_pk WHERE k.kb_id = ? AND a.source = ?",
-                (kb_id, source),
-            ).fetchone()
-            if existing is None:
-                self.create_article(kb_id, title, content, source=source)
-                counts["created"] += 1
-            elif (existing["title"], existing["content"]) != (title, content):
-                self.save_article(kb_id, existing["article_id"], content=content, title=title)
-                counts["updated"] += 1
-            else:
-                counts["unchanged"] += 1
-        if counts["created"] or counts["updated"]:
+        documents = read_markdown_folder(directory, progress)
+        return self.sync_articles(kb_id, documents, prune=prune, force=force, dry_run=dry_run,
+                                  progress=progress)
+
+    def sync_articles(self, kb_id, documents, *, prune=False, force=False, dry_run=False,
+                      progress=None):
+        """Make the articles imported from ``documents`` match them, honouring later edits.
+
+        Each imported article remembers its source path and the version the import wrote.
+        An article whose version is still that one is updated to its file; one edited since
+        (by a person or an agent) is left alone and reported as a ``conflict``, unless
+        ``force``. A new path whose text equals an article whose file is gone is a rename.
+        With ``prune``, articles whose file is gone are unpublished (their text is kept).
+        One transaction: all of it is written, or none. ``dry_run`` writes nothing.
+        Returns ``{"actions": [...], "counts": {action: n}}``; actions are ``create``,
+        ``update``, ``unchanged``, ``conflict``, ``rename``, ``unpublish`` and ``orphan``
+        (file gone, article kept: no ``prune``).
+        """
+        documents = list(documents)
+        seen = set()
+        for doc in documents:
+            _check_people_string(doc.source, "source", None)
+            _check_new_article(doc.title, doc.content, "title of %s" % doc.source,
+                               "content of %s" % doc.source)
+            if doc.source in seen:
+                raise InvalidArgument("source %r appears twice" % doc.source, argument="source")
+            seen.add(doc.source)
+        with self.transaction() as conn:
+            kb = self._kb(kb_id)
+            rows = {row["source"]: row for row in conn.execute(
+                "SELECT pk, article_id, title, content, published, version_us, updated_at, "
+                "source, import_version FROM articles WHERE kb_pk = ? AND source IS NOT NULL",
+                (kb["pk"],))}
+            actions = self._sync_plan(rows, documents, prune, force)
+            if not dry_run:
+                for done, action in enumerate(actions, 1):
+                    self._sync_apply(kb, rows, action)
+                    if progress is not None:
+                        progress("write", done, len(actions))
+            for action in actions:
+                action.pop("document", None)
+        counts = collections.Counter(action["action"] for action in actions)
+        if not dry_run and (counts["create"] + counts["update"]) > 0:
             self.optimize(kb_id)
-        return counts
+        return {"actions": actions, "counts": {name: counts[name] for name in SYNC_ACTIONS},
+                "dry_run": dry_run}
+
+    @staticmethod
+    def _sync_plan(rows, documents, prune, force):
+        """What a sync would do, as a list of action dicts (pure: reads nothing, writes nothing)."""
+        by_path = {doc.source: doc for doc in documents}
+        gone = {source: row for source, row in rows.items() if source not in by_path}
+        # A file moved without a change: same title and text as an article whose file is gone.
+        by_text = {}
+        for source, row in sorted(gone.items()):
+            by_text.setdefault((row["title"], row["content"]), source)
+        actions = []
+        for doc in documents:
+            row = rows.get(doc.source)
+            action = {"source": doc.source, "title": doc.title, "document": doc}
+            if row is None:
+                old = by_text.pop((doc.title, doc.content), None)
+                if old is not None and old in gone:
+                    row = gone.pop(old)
+                    action.update(action="rename", previous_source=old)
+                else:
+                    action["action"] = "create"
+                    actions.append(action)
+                    continue
+            action.update(article_id=row["article_id"], current_version=row["updated_at"],
+                          import_version=row["import_version"])
+            owned = row["import_version"] == row["updated_at"]
+            if row["published"] and (row["title"], row["content"]) == (doc.title, doc.content):
+                action.setdefault("action", "unchanged")
+            elif owned or force:
+                action["action"] = "update" if action.get("action") != "rename" else "rename"
+                action["write"] = True
+            else:
+                action["action"] = "conflict"
+            actions.append(action)
+        for source, row in sorted(gone.items()):
+            if not row["published"]:
+                continue
+            actions.append({"source": source, "title": row["title"],
+                            "article_id": row["article_id"],
+                            "current_version": row["updated_at"],
+                            "import_version": row["import_version"],
+                            "action": "unpublish" if prune else "orphan"})
+        return actions
+
+    def _sync_apply(self, kb, rows, action):
+        """Carry out one planned action in the caller's transaction."""
+        kind, doc = action["action"], action.get("document")
+        if kind == "create":
+            article_id = self._insert(kb, doc.title, doc.content, True, doc.source)
+            action["article_id"] = article_id
+            pk = None
+        elif kind in ("conflict", "orphan"):
+            return
+        else:
+            row = rows.get(action.get("previous_source", action["source"]))
+            pk = row["pk"]
+            if kind == "rename":
+                self._conn.execute("UPDATE articles SET source = ? WHERE pk = ?",
+                                   (doc.source, pk))
+            if kind == "unpublish":
+                self._write(kb, row, content=row["content"], title=row["title"], published=False)
+            elif action.get("write"):
+                self._write(kb, row, content=doc.content, title=doc.title, published=True)
+        if pk is None:
+            where, key = "kb_pk = ? AND article_id = ?", (kb["pk"], action["article_id"])
+        else:
+            where, key = "pk = ?", (pk,)
+        # What the import wrote, or found equal to its file: later edits are told apart by it.
+        self._conn.execute("UPDATE articles SET import_version = updated_at WHERE " + where, key)
+        action["version"] = self._conn.execute(
+            "SELECT updated_at FROM articles WHERE " + where, key).fetchone()[0]
 
     # -- agent's side ---------------------------------------------------------------------------
 
@@ -1617,110 +1859,9 @@ class KBStore:
 
 
 
-def _read_text(args):
-    """The --content or --file text of an admin command, or ``None`` if neither was given."""
-    if args.file is not None:
-        with open(args.file, encoding="utf-8") as fh:
-            return fh.read()
-    return args.content
-
-
-def _parser():
-    parser = argparse.ArgumentParser(
-        prog="kb_store.py", description="Administer a knowledge-base store (the people's side)."
-    )
-    parser.add_argument("--db", required=True, metavar="PATH", help="SQLite database file")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    p = sub.add_parser("init", help="create the database (if new) and a knowledge base")
-    p.add_argument("kb")
-    p.add_argument("--name")
-
-    for name, helptext in (("add", "add an article"), ("save", "save an article")):
-        p = sub.add_parser(name, help=helptext)
-        p.add_argument("kb")
-        if name == "save":
-            p.add_argument("article")
-        p.add_argument("--title", required=(name == "add"))
-        text = p.add_mutually_exclusive_group(required=(name == "add"))
-        text.add_argument("--file", metavar="F", help="read the content from a UTF-8 file")
-        text.add_argument("--content", metavar="C")
-        if name == "add":
-            p.add_argument("--draft", action="store_true", help="add it unpublished")
-
-    for name in ("publish", "unpublish"):
-        p = sub.add_parser(name, help="%s an article" % name)
-        p.add_argument("kb")
-        p.add_argument("article")
-
-    p = sub.add_parser("list", help="list the articles of a knowledge base, drafts included")
-    p.add_argument("kb")
-
-    p = sub.add_parser("events", help="print a knowledge base's event log")
-    p.add_argument("kb")
-    p.add_argument("--after", type=int, default=0, metavar="N",
-                   help="only events after sequence N")
-
-    p = sub.add_parser("import", help="import a folder of Markdown files")
-    p.add_argument("kb")
-    p.add_argument("directory")
-    return parser
-
-
-def _run(args, out):
-    """Carry out one admin command, writing its output lines to ``out``."""
-    with KBStore(args.db, create=args.command == "init") as store:
-        if args.command == "init":
-            store.create_knowledge_base(args.kb, args.name)
-            print("created knowledge base %s" % args.kb, file=out)
-        elif args.command == "add":
-            article_id = store.create_article(
-                args.kb, args.title, _read_text(args), published=not args.draft
-            )
-            print(article_id, file=out)
-        elif args.command == "save":
-            print(store.save_article(args.kb, args.article, content=_read_text(args),
-                                     title=args.title), file=out)
-        elif args.command in ("publish", "unpublish"):
-            print(getattr(store, args.command)(args.kb, args.article), file=out)
-        elif args.command == "list":
-            for art in store.list_articles(args.kb):
-                print("%s\t%s\t%s\t%s" % (art["article_id"],
-                                          "published" if art["published"] else "draft",
-                                          art["updated_at"], art["title"]), file=out)
-        elif args.command == "events":
-            granted = {args.kb}
-            after, more = args.after, True
-            while more:
-                page = store.call_tool("poll_resource_events", {
-                    "resource_type": "knowledge_base", "resource_id": args.kb,
-                    "after_sequence": after}, granted=granted)
-                for ev in page["events"]:
-                    print("%d\t%s\t%s\t%s" % (ev["sequence"], ev["type"], ev["article_id"],
-                                              ev["updated_at"]), file=out)
-                after, more = page["next_after_sequence"], page["has_more"]
-        elif args.command == "import":
-            if not os.path.isdir(args.directory):
-                raise InvalidArgument("%s is not a directory" % args.directory,
-                                      argument="directory")
-            counts = store.import_directory(args.kb, args.directory)
-            print("created %(created)d, updated %(updated)d, unchanged %(unchanged)d" % counts,
-                  file=out)
-
-
-def main(argv=None):
-    """The admin command line; returns the exit status."""
-    args = _parser().parse_args(argv)
-    try:
-        _run(args, sys.stdout)
-    except ToolError as exc:
-        print("kb_store.py: error: %s" % exc.message, file=sys.stderr)
-        return 1
-    except (OSError, ValueError, sqlite3.Error) as exc:
-        print("kb_store.py: error: %s" % exc, file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # The admin command line lives in kb_cli (which imports this module); this keeps
+    # ``python kb_store.py ...`` and ``python -m kb_store ...`` working.
+    import kb_cli
+
+    sys.exit(kb_cli.main())

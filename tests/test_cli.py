@@ -1,5 +1,7 @@
-"""The admin command line, ``python kb_store.py --db PATH COMMAND``, run as a real process."""
+"""The admin command line ``kb`` (kb_cli.py), run as a real process: every command, its exit
+status, its words for a person, ``--json``, and the Markdown import that honours versions."""
 
+import json
 import os
 import re
 import sqlite3
@@ -9,53 +11,94 @@ from pathlib import Path
 
 import pytest
 
+import kb_cli
+import kb_store
 from kb_store import KBStore
 
-SCRIPT = str(Path(__file__).resolve().parent.parent / "kb_store.py")
+ROOT = Path(__file__).resolve().parent.parent
+CLI = str(ROOT / "kb_cli.py")
 VERSION_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z\Z")
 KB = "help"
+AGENT_WORDS = ("granted to this client", "search again", "after_sequence", "expected_version",
+               "read_knowledge_article", "idempotency_key")
 
 
-def run(db, *args, ok=True):
+def run(db, *args, ok=True, stdin=None, env=None, script=CLI):
     """Run the command line; returns (exit status, stdout, stderr)."""
-    argv = [sys.executable, SCRIPT] + (["--db", str(db)] if db is not None else []) + [
+    argv = [sys.executable, script] + (["--db", str(db)] if db is not None else []) + [
         str(a) for a in args]
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, encoding="utf-8", timeout=60)
+    proc = subprocess.run(argv, input=stdin if stdin is not None else "", capture_output=True,
+                          text=True, encoding="utf-8", timeout=60,
+                          env=dict(os.environ, **(env or {})))
     if ok:
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def out(db, *args):
-    return run(db, *args)[1]
+def out(db, *args, **kw):
+    return run(db, *args, **kw)[1]
 
 
-def fails(db, *args, status=1):
-    """Run a command that must fail: non-zero status, a message on stderr, nothing on stdout."""
-    code, stdout, stderr = run(db, *args, ok=False)
+def fails(db, *args, status=1, **kw):
+    """Run a command that must fail: that status, one message on stderr, nothing on stdout."""
+    code, stdout, stderr = run(db, *args, ok=False, **kw)
     assert code == status, (code, stdout, stderr)
-    assert stdout == ""
-    assert stderr.strip()
+    assert stdout == "" or status == 3
+    assert stderr.strip() and "Traceback" not in stderr
+    if status != 2:
+        assert not any(word in stderr for word in AGENT_WORDS), stderr
     return stderr
 
 
-def events(db, *extra):
-    return [line.split("\t") for line in out(db, "events", KB, *extra).splitlines()]
+def as_json(db, *args, **kw):
+    return json.loads(out(db, "--json", *args, **kw))
 
 
-def listing(db):
-    return [line.split("\t") for line in out(db, "list", KB).splitlines()]
+def rows(db):
+    """``list --json`` of KB."""
+    return as_json(db, "list", KB)
+
+
+def all_events(db, *extra):
+    return as_json(db, "events", KB, *extra)["events"]
+
+
+def dump(db):
+    conn = sqlite3.connect(str(db))
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def write(directory, name, text, encoding="utf-8"):
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return path
 
 
 @pytest.fixture
 def db(tmp_path):
-    """A database file with the knowledge base KB, made by ``init``."""
-    path = tmp_path / "kb.db"
-    assert out(path, "init", KB) == "created knowledge base %s\n" % KB
-    assert path.exists()
+    """A store file with the knowledge base KB, made by ``init``."""
+    path = tmp_path / "kb.sqlite3"
+    assert out(path, "init", KB) == "created knowledge base %s in %s\n" % (KB, path)
     return path
+
+
+@pytest.fixture
+def docs(tmp_path):
+    """A folder of three Markdown files."""
+    folder = tmp_path / "docs"
+    write(folder, "refunds.md", "# Refund policy\n\nRefunds take five working days.\n")
+    write(folder, "shipping.md", "# Shipping\n\nWe ship within two days.\n")
+    write(folder, "sub/returns.md", "# Returns\n\nReturn within thirty days.\n")
+    write(folder, "notes.txt", "# Not Markdown\n")
+    return folder
+
+
+# -- the basics -------------------------------------------------------------------------------
 
 
 def test_init_creates_and_refuses_a_duplicate(db):
@@ -63,155 +106,417 @@ def test_init_creates_and_refuses_a_duplicate(db):
     with KBStore(str(db)) as store:
         assert store.knowledge_base_exists(KB) and store.knowledge_base_exists("second")
     assert KB in fails(db, "init", KB)
+    assert [r["kb_id"] for r in as_json(db, "knowledge-bases")] == [KB, "second"]
+    assert "Second KB" in out(db, "kbs")
 
 
-def test_add_with_content_file_and_draft(db, tmp_path):
+def test_db_goes_before_or_after_the_command_or_in_kb_db(db):
+    argv = [sys.executable, CLI]
+    for extra, env in ((["list", KB, "--db", str(db)], {}), (["list", KB], {"KB_DB": str(db)}),
+                       (["--db", "/nowhere/x.db", "list", KB, "--db", str(db)], {})):
+        done = subprocess.run(argv + extra, capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, **env))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("ARTICLE")
+    done = subprocess.run(argv + ["list", KB], capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "KB_DB"})
+    assert done.returncode == 2 and "--db PATH or set KB_DB" in done.stderr
+
+
+def test_version_and_help_on_every_argument():
+    done = subprocess.run([sys.executable, CLI, "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("kb %s" % kb_cli.VERSION)
+    parser = kb_cli.build_parser()
+    subparsers = [a for a in parser._actions if a.dest == "command"][0].choices
+    assert set(kb_cli.COMMANDS) <= set(subparsers)
+    for name, sub in list(subparsers.items()) + [("kb", parser)]:
+        assert sub.description or name == "kb"
+        for action in sub._actions:
+            assert action.help, "%s %s has no help" % (name, action.dest)
+
+
+def test_add_save_publish_unpublish_and_events(db, tmp_path):
     text = "Line one\nहिंदी और 中文 🎉\n"
-    source = tmp_path / "article.txt"
-    source.write_text(text, encoding="utf-8")
+    source = write(tmp_path, "article.txt", text)
     first = out(db, "add", KB, "--title", "From content", "--content", "Plain words").strip()
     second = out(db, "add", KB, "--title", "From file", "--file", source).strip()
+    piped = out(db, "add", KB, "--title", "Piped", stdin="from stdin").strip()
     draft = out(db, "add", KB, "--title", "Not yet", "--content", "Hidden", "--draft").strip()
-    assert len({first, second, draft}) == 3
-    rows = listing(db)
-    assert [(r[0], r[1], r[3]) for r in rows] == [
-        (first, "published", "From content"), (second, "published", "From file"),
-        (draft, "draft", "Not yet")]
-    assert all(VERSION_RE.match(r[2]) for r in rows)
+    listed = rows(db)
+    assert [(r["article_id"], r["published"], r["title"]) for r in listed] == [
+        (first, 1, "From content"), (second, 1, "From file"), (piped, 1, "Piped"),
+        (draft, 0, "Not yet")]
+    assert "draft" in out(db, "list", KB).splitlines()[4]
     with KBStore(str(db)) as store:
         assert store.get_article(KB, second)["content"] == text
-        assert store.get_article(KB, first)["content"] == "Plain words"
-    log = events(db)
-    assert [(e[0], e[1], e[2]) for e in log] == [
-        ("1", "article.published", first), ("2", "article.published", second)]
-    assert [e[3] for e in log] == [rows[0][2], rows[1][2]]
-
-
-def test_save_publish_unpublish_and_events_after(db, tmp_path):
-    aid = out(db, "add", KB, "--title", "Doc", "--content", "v1").strip()
-    saved = out(db, "save", KB, aid, "--content", "v2").strip()
-    assert VERSION_RE.match(saved)
-    retitled = out(db, "save", KB, aid, "--title", "Doc, renamed").strip()
-    source = tmp_path / "v3.md"
-    source.write_text("v3 from a file", encoding="utf-8")
-    from_file = out(db, "save", KB, aid, "--file", source).strip()
-    hidden = out(db, "unpublish", KB, aid).strip()
-    assert listing(db)[0][1] == "draft"
-    shown = out(db, "publish", KB, aid).strip()
-    again = out(db, "publish", KB, aid).strip()  # already published: unchanged, no event
-    assert again == shown
-    versions = [saved, retitled, from_file, hidden, shown]
-    assert versions == sorted(set(versions))
-    log = events(db)
-    assert [(e[1], e[3]) for e in log[1:]] == [
+        assert store.get_article(KB, piped)["content"] == "from stdin"
+    saved = out(db, "save", KB, first, "--content", "v2").strip()
+    retitled = out(db, "save", KB, first, "--title", "Renamed").strip()  # content kept
+    hidden = out(db, "unpublish", KB, first).strip()
+    shown = out(db, "publish", KB, first).strip()
+    assert out(db, "publish", KB, first).strip() == shown  # already published: no event
+    assert [saved, retitled, hidden, shown] == sorted({saved, retitled, hidden, shown})
+    log = all_events(db)
+    assert [(e["type"], e["updated_at"]) for e in log[3:]] == [
         ("article.updated", saved), ("article.updated", retitled),
-        ("article.updated", from_file), ("article.unpublished", hidden),
-        ("article.published", shown)]
-    assert [e[0] for e in log] == [str(n) for n in range(1, 7)]
-    assert events(db, "--after", "4") == log[4:]
-    assert events(db, "--after", "6") == []
+        ("article.unpublished", hidden), ("article.published", shown)]
+    assert all_events(db, "--after", "5") == log[5:]
+    table = out(db, "events", KB).splitlines()
+    assert table[0].split() == ["SEQ", "TYPE", "ARTICLE", "VERSION"]
+    assert table[1].split() == ["1", "article.published", first, log[0]["updated_at"]]
+    assert out(db, "events", KB, "--after", str(len(log))) == ""
+
+
+def test_search_read_and_json_are_the_tools_own_results(db):
+    article = out(db, "add", KB, "--title", "Refund policy",
+                  "--content", "Refunds take five working days.").strip()
+    out(db, "add", KB, "--title", "Shipping", "--content", "We ship in two days.")
     with KBStore(str(db)) as store:
-        article = store.get_article(KB, aid)
-        assert (article["title"], article["content"]) == ("Doc, renamed", "v3 from a file")
-    assert "6" in fails(db, "events", KB, "--after", "7")
+        granted = {KB}
+        tool_search = store.call_tool("search_knowledge_base", {
+            "knowledge_base_id": KB, "query": "refund days", "limit": 5}, granted=granted)
+        tool_read = store.call_tool("read_knowledge_article", {
+            "knowledge_base_id": KB, "article_id": article}, granted=granted)
+        tool_events = store.call_tool("poll_resource_events", {
+            "resource_type": "knowledge_base", "resource_id": KB}, granted=granted)
+    assert as_json(db, "search", KB, "refund days", "--limit", "5") == tool_search
+    assert as_json(db, "read", KB, article) == tool_read
+    assert as_json(db, "events", KB) == tool_events
+    table = out(db, "search", KB, "refund days").splitlines()
+    assert table[0].split() == ["ARTICLE", "VERSION", "TITLE"]
+    assert table[1].startswith(article) and "Refund policy" in table[1]
+    assert "**Refunds**" in table[2] or "**days**" in table[2]
+    shown = out(db, "read", KB, article)
+    assert "version:  %s" % tool_read["updated_at"] in shown
+    assert json.dumps(tool_read["citation"]) in shown
+    assert shown.rstrip().endswith("Refunds take five working days.")
+    assert "no published article matches" in out(db, "search", KB, "zebra")
 
 
-def _write(directory, name, text):
-    path = directory / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+def test_edit_is_compare_and_swap_with_exit_3_and_the_current_version(db, tmp_path):
+    article = out(db, "add", KB, "--title", "Doc", "--content", "v1").strip()
+    cited = as_json(db, "read", KB, article)["updated_at"]
+    saved = out(db, "save", KB, article, "--content", "v2 by a person").strip()
+    stderr = fails(db, "edit", KB, article, "--expected-version", cited, "--content", "mine",
+                   status=3)
+    assert saved in stderr and cited in stderr and "--expected-version %s" % saved in stderr
+    assert "kb read %s %s" % (KB, article) in stderr
+    assert as_json(db, "read", KB, article)["content"] == "v2 by a person"
+    conflict = run(db, "--json", "edit", KB, article, "--expected-version", cited,
+                   "--content", "mine", ok=False)
+    assert conflict[0] == 3
+    assert json.loads(conflict[1])["error"]["details"]["current_version"] == saved
+
+    new = write(tmp_path, "new.md", "v3 from a file")
+    done = out(db, "edit", KB, article, "--expected-version", saved, "--file", new,
+               "--title", "Doc 3", "--idempotency-key", "k1")
+    assert done.startswith("edited %s: version " % article)
+    again = as_json(db, "edit", KB, article, "--expected-version", saved, "--file", new,
+                    "--title", "Doc 3", "--idempotency-key", "k1")
+    assert again["replayed"] is True
+    head = len(all_events(db))
+    piped = as_json(db, "edit", KB, article, "--expected-version", again["updated_at"],
+                    stdin="v4 piped")
+    assert piped["replayed"] is False and piped["event"]["sequence"] == head + 1
+    assert as_json(db, "read", KB, article)["content"] == "v4 piped"
 
 
-def test_import_titles_and_reimport_saves_only_changed_files(db, tmp_path):
-    docs = tmp_path / "docs"
-    _write(docs, "alpha.md", "Intro line\n# Alpha Title\n\nAlpha body.\n")
-    _write(docs, "beta.md", "No heading here.\n## Not a title\n")
-    _write(docs, "sub/gamma.md", "# Gamma\nGamma body.\n")
-    _write(docs, "notes.txt", "# Not Markdown\n")
-    assert out(db, "import", KB, docs) == "created 3, updated 0, unchanged 0\n"
-    titles = {r[3]: r[0] for r in listing(db)}
-    assert set(titles) == {"Alpha Title", "beta", "Gamma"}
-    with KBStore(str(db)) as store:
-        assert store.get_article(KB, titles["Alpha Title"])["content"] == (
-            "Intro line\n\nAlpha body.")
-        assert "No heading here." in store.get_article(KB, titles["beta"])["content"]
-    head = len(events(db))
-    assert head == 3
-
-    assert out(db, "import", KB, docs) == "created 0, updated 0, unchanged 3\n"
-    assert len(events(db)) == head
-
-    _write(docs, "alpha.md", "# Alpha Title\n\nAlpha body, revised.\n")
-    _write(docs, "delta.md", "# Delta\nNew one.\n")
-    assert out(db, "import", KB, docs) == "created 1, updated 1, unchanged 2\n"
-    log = events(db, "--after", str(head))
-    titles = {r[3]: r[0] for r in listing(db)}
-    assert [(e[1], e[2]) for e in log] == [
-        ("article.updated", titles["Alpha Title"]), ("article.published", titles["Delta"])]
-    with KBStore(str(db)) as store:
-        assert store.get_article(KB, titles["Alpha Title"])["content"] == (
-            "Alpha body, revised.")
-        assert store.audit() == []
-
-
-def test_commands_on_a_missing_database_fail_without_creating_it(tmp_path):
-    path = tmp_path / "absent.db"
-    for args in (("list", KB), ("add", KB, "--title", "T", "--content", "C"),
-                 ("events", KB), ("publish", KB, "art-000001")):
-        assert "no knowledge-base store" in fails(path, *args)
-        assert not path.exists()
-
-
-def test_unknown_article_and_knowledge_base_fail(db):
+def test_errors_are_for_a_person_and_name_what_is_wrong(db, tmp_path):
+    article = out(db, "add", KB, "--title", "Doc", "--content", "v1").strip()
+    draft = out(db, "add", KB, "--title", "Hidden", "--content", "x", "--draft").strip()
+    assert "no published article art-000404 in knowledge base %s" % KB in fails(
+        db, "read", KB, "art-000404")
+    assert "is a draft" in fails(db, "read", KB, draft) and "kb publish" in fails(
+        db, "read", KB, draft)
+    assert "there is no knowledge base nowhere" in fails(db, "search", "nowhere", "refund")
+    assert "there is no knowledge base nowhere" in fails(db, "list", "nowhere")
     for command in ("publish", "unpublish"):
         assert "art-000404" in fails(db, command, KB, "art-000404")
     assert "art-000404" in fails(db, "save", KB, "art-000404", "--content", "x")
-    assert "nowhere" in fails(db, "list", "nowhere")
-    assert "nowhere" in fails(db, "add", "nowhere", "--title", "T", "--content", "C")
-    assert "nowhere" in fails(db, "events", "nowhere")
-    assert listing(db) == [] and events(db) == []
+    assert "--after 9 is beyond the head" in fails(db, "events", KB, "--after", "9")
+    assert "--expected-version" in fails(db, "edit", KB, article, "--expected-version",
+                                         "yesterday", "--content", "x")
+    assert "QUERY must be at least 2" in fails(db, "search", KB, "x")
+    assert "--limit must be at most 20" in fails(db, "search", KB, "doc", "--limit", "50")
+    missing = tmp_path / "missing.md"
+    assert str(missing) in fails(db, "add", KB, "--title", "T", "--file", missing)
+    assert "give the content" not in fails(db, "add", KB, "--title", "T")  # empty stdin
+    assert "content must not be empty" in fails(db, "add", KB, "--title", "T")
 
 
 def test_bad_values_fail_and_write_nothing(db, tmp_path):
-    aid = out(db, "add", KB, "--title", "Doc", "--content", "v1").strip()
-    before = (listing(db), events(db))
-    fails(db, "save", KB, aid)  # nothing to save
+    article = out(db, "add", KB, "--title", "Doc", "--content", "v1").strip()
+    before = dump(db)
+    fails(db, "save", KB, article)  # nothing to save
     fails(db, "add", KB, "--title", "", "--content", "x")
+    fails(db, "add", KB, "--title", "\u200b", "--content", "x")
     fails(db, "add", KB, "--title", "t" * 201, "--content", "x")
     fails(db, "add", KB, "--title", "T", "--content", "")
-    fails(db, "add", KB, "--title", "T", "--file", tmp_path / "missing.md")
     fails(db, "import", KB, tmp_path / "no-such-dir")
-    assert (listing(db), events(db)) == before
+    fails(db, "edit", KB, article, "--expected-version", "2020-01-01T00:00:00Z",
+          "--content", "x", status=3)
+    assert dump(db) == before
 
 
 @pytest.mark.parametrize("args", [
     (),
     ("frobnicate", KB),
     ("add", KB, "--content", "no title"),
-    ("add", KB, "--title", "no text"),
     ("add", KB, "--title", "T", "--content", "c", "--file", "f.md"),
     ("events", KB, "--after", "three"),
+    ("edit", KB, "art-000001", "--content", "no version"),
     ("save", KB),
     ("init",),
 ])
-def test_bad_command_lines_are_usage_errors(db, args):
-    before = (listing(db), events(db))
+def test_bad_command_lines_are_usage_errors_exit_2(db, args):
+    before = dump(db)
     assert "usage" in fails(db, *args, status=2)
-    assert (listing(db), events(db)) == before
+    assert dump(db) == before
 
 
-def test_db_option_is_required(tmp_path):
-    assert "--db" in fails(None, "list", KB, status=2)
-
-
-def test_a_foreign_database_is_refused(tmp_path):
-    path = tmp_path / "other.db"
-    conn = sqlite3.connect(str(path))
+def test_missing_foreign_and_junk_files_are_refused_untouched(tmp_path):
+    path = tmp_path / "absent.db"
+    for args in (("list", KB), ("add", KB, "--title", "T", "--content", "C"),
+                 ("events", KB), ("publish", KB, "art-000001"), ("audit",)):
+        assert "no knowledge-base store" in fails(path, *args)
+        assert not path.exists()
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(str(other))
     conn.execute("CREATE TABLE t (x)")
     conn.commit()
     conn.close()
-    assert "not a knowledge-base store" in fails(path, "list", KB)
-    with open(str(tmp_path / "junk.db"), "wb") as fh:
-        fh.write(b"junk" * 1000)
-    assert fails(tmp_path / "junk.db", "list", KB)
-    assert os.path.getsize(str(tmp_path / "junk.db")) == 4000
+    before = other.read_bytes()
+    assert "not a knowledge-base store" in fails(other, "list", KB)
+    assert other.read_bytes() == before
+    junk = write(tmp_path, "junk.db", b"junk" * 1000)
+    assert "not a knowledge-base store" in fails(junk, "list", KB)
+    assert junk.read_bytes() == b"junk" * 1000
+
+
+def test_a_closed_pipe_ends_quietly(db):
+    with KBStore(str(db)) as store:
+        store.create_articles(KB, [("Title %d" % i, "x") for i in range(3000)])
+    for script in (CLI, str(ROOT / "kb_store.py")):
+        proc = subprocess.Popen([sys.executable, script, "--db", str(db), "events", KB],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout.readline().split() == [b"SEQ", b"TYPE", b"ARTICLE", b"VERSION"]
+        proc.stdout.close()
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == kb_cli.EXIT_BROKEN_PIPE
+        assert stderr == ""
+
+
+def test_audit_reports_problems_with_exit_1(db):
+    out(db, "add", KB, "--title", "Doc", "--content", "v1")
+    assert out(db, "audit") == "audit: ok\n"
+    conn = sqlite3.connect(str(db))
+    conn.execute("DELETE FROM events")
+    conn.commit()
+    conn.close()
+    code, stdout, _ = run(db, "audit", ok=False)
+    assert code == 1 and "missing sequence(s) 1" in stdout
+
+
+def test_kb_store_py_and_python_m_still_run_the_command_line(db):
+    assert out(db, "list", KB, script=str(ROOT / "kb_store.py")).startswith("ARTICLE")
+    done = subprocess.run([sys.executable, "-m", "kb_store", "--db", str(db), "list", KB],
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("ARTICLE")
+
+
+# -- import: a sync that honours versions ------------------------------------------------------
+
+
+def imported(db):
+    """source -> article row, for the imported articles."""
+    return {r["source"]: r for r in rows(db) if r["source"]}
+
+
+def test_import_creates_then_updates_only_what_changed(db, docs):
+    report = out(db, "import", KB, docs)
+    assert report.splitlines()[-1] == "create 3, update 0, unchanged 0"
+    first = imported(db)
+    assert set(first) == {"refunds.md", "shipping.md", "sub/returns.md"}
+    assert first["refunds.md"]["title"] == "Refund policy"
+    assert out(db, "import", KB, docs) == "create 0, update 0, unchanged 3\n"
+    write(docs, "shipping.md", "# Shipping\n\nWe ship within one day.\n")
+    write(docs, "faq.md", "# FAQ\n\nAsk us.\n")
+    report = out(db, "import", KB, docs).splitlines()
+    assert report[-1] == "create 1, update 1, unchanged 2"
+    log = all_events(db, "--after", "3")
+    assert [(e["type"], e["article_id"]) for e in log] == [
+        ("article.published", imported(db)["faq.md"]["article_id"]),
+        ("article.updated", first["shipping.md"]["article_id"])]
+
+
+def test_an_agent_edit_survives_reimport_and_is_reported_exit_3(db, docs):
+    out(db, "import", KB, docs)
+    article = imported(db)["refunds.md"]["article_id"]
+    version = as_json(db, "read", KB, article)["updated_at"]
+    edited = as_json(db, "edit", KB, article, "--expected-version", version,
+                     "--content", "Refunds take five working days. Agent: or ten in December.")
+    write(docs, "refunds.md", "# Refund policy\n\nRefunds take six working days.\n")
+    code, stdout, stderr = run(db, "import", KB, docs, ok=False)
+    assert code == 3
+    line = [l for l in stdout.splitlines() if l.startswith("conflict")][0]
+    assert "refunds.md" in line and article in line
+    assert version in line and edited["updated_at"] in line
+    assert "--force" in stderr
+    assert "Agent: or ten" in as_json(db, "read", KB, article)["content"]
+    # Files beside the conflict are still synced.
+    write(docs, "shipping.md", "# Shipping\n\nWe ship within one day.\n")
+    code, stdout, _ = run(db, "import", KB, docs, ok=False)
+    assert code == 3 and "update 1" in stdout.splitlines()[-1]
+    out(db, "import", KB, docs, "--force")
+    assert as_json(db, "read", KB, article)["content"] == "Refunds take six working days."
+    assert out(db, "import", KB, docs).endswith("unchanged 3\n")
+
+
+def test_a_person_who_saves_the_file_text_resolves_the_conflict(db, docs):
+    out(db, "import", KB, docs)
+    article = imported(db)["refunds.md"]["article_id"]
+    out(db, "save", KB, article, "--content", "Edited by hand.")
+    write(docs, "refunds.md", "# Refund policy\n\nEdited by hand.\n")
+    assert out(db, "import", KB, docs).endswith("unchanged 3\n")
+    write(docs, "refunds.md", "# Refund policy\n\nThen the file moved on.\n")
+    assert "update 1" in out(db, "import", KB, docs)
+
+
+def test_prune_unpublishes_articles_whose_file_is_gone(db, docs):
+    out(db, "import", KB, docs)
+    article = imported(db)["shipping.md"]["article_id"]
+    (docs / "shipping.md").unlink()
+    report = out(db, "import", KB, docs)
+    assert "orphan    shipping.md -> %s" % article in report
+    assert imported(db)["shipping.md"]["published"] == 1
+    report = out(db, "import", KB, docs, "--prune")
+    assert "unpublish shipping.md -> %s" % article in report
+    assert imported(db)["shipping.md"]["published"] == 0
+    assert all_events(db)[-1]["type"] == "article.unpublished"
+    write(docs, "shipping.md", "# Shipping\n\nWe ship within two days.\n")
+    assert "update    shipping.md -> %s" % article in out(db, "import", KB, docs)
+    assert imported(db)["shipping.md"]["published"] == 1
+
+
+def test_a_renamed_file_keeps_its_article(db, docs):
+    out(db, "import", KB, docs)
+    article = imported(db)["shipping.md"]["article_id"]
+    (docs / "shipping.md").rename(docs / "delivery.md")
+    head = len(all_events(db))
+    report = out(db, "import", KB, docs, "--prune")
+    assert "rename    delivery.md -> %s (was shipping.md)" % article in report
+    assert imported(db)["delivery.md"]["article_id"] == article
+    assert len(rows(db)) == 3 and len(all_events(db)) == head  # no duplicate, no event
+
+
+def test_bom_front_matter_and_headings(db, tmp_path):
+    folder = tmp_path / "notes"
+    write(folder, "bom.md", "\ufeff# Heading after a BOM\n\nBody.\n")
+    write(folder, "front.md", '---\ntitle: "Refunds: the rules"\ntags: [a, b]\n---\n\n'
+                              "# A heading that stays\n\nBody text.\n")
+    write(folder, "plain.md", "No heading at all.\n")
+    out(db, "import", KB, folder)
+    got = {r["source"]: r for r in rows(db)}
+    assert got["bom.md"]["title"] == "Heading after a BOM"
+    assert got["front.md"]["title"] == "Refunds: the rules"
+    assert got["plain.md"]["title"] == "plain"
+    with KBStore(str(db)) as store:
+        assert store.get_article(KB, got["bom.md"]["article_id"])["content"] == "Body."
+        assert store.get_article(KB, got["front.md"]["article_id"])["content"] == (
+            "# A heading that stays\n\nBody text.")
+
+
+@pytest.mark.parametrize("name,raw,needle", [
+    ("empty.md", b"", "has no content"),
+    ("blank.md", b"\n \n\t\n", "has no content"),
+    ("heading.md", b"# Only a heading\n", "has no content below its title"),
+    ("latin1.md", "# Caf\u00e9\n\nna\u00efve".encode("latin-1"), "is not UTF-8 text (byte 5"),
+    ("front.md", b"---\ntitle: x\nno end\n", "no closing --- line"),
+    ("long.md", ("# " + "t" * 300 + "\n\nbody").encode(), "at most 200 characters"),
+])
+def test_a_bad_file_is_named_and_nothing_is_written(db, docs, name, raw, needle):
+    before = dump(db)
+    write(docs, "zz/" + name, raw)
+    stderr = fails(db, "import", KB, docs)
+    assert str(docs / "zz" / name) in stderr and needle in stderr, stderr
+    assert dump(db) == before
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(db, docs):
+    out(db, "import", KB, docs)
+    article = imported(db)["refunds.md"]["article_id"]
+    version = as_json(db, "read", KB, article)["updated_at"]
+    out(db, "edit", KB, article, "--expected-version", version, "--content", "agent text")
+    write(docs, "refunds.md", "# Refund policy\n\nNew file text.\n")
+    write(docs, "shipping.md", "# Shipping\n\nChanged.\n")
+    write(docs, "new.md", "# New\n\nNew.\n")
+    (docs / "sub" / "returns.md").unlink()
+    before = dump(db)
+    code, stdout, _ = run(db, "import", KB, docs, "--dry-run", "--prune", ok=False)
+    assert code == 3
+    plan = stdout.splitlines()
+    assert plan[-1].startswith("plan (nothing written): create 1, update 1, unchanged 0, "
+                               "conflict 1, unpublish 1")
+    assert [l.split()[0] for l in plan[:-1]] == ["create", "conflict", "update", "unpublish"]
+    assert dump(db) == before
+
+
+def test_an_unreadable_folder_is_an_error(tmp_path, monkeypatch, clock):
+    folder = tmp_path / "docs"
+    write(folder, "ok.md", "# Ok\n\nok\n")
+    (folder / "locked").mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+    monkeypatch.setattr(os, "scandir", scandir)
+    with KBStore(":memory:", clock=clock) as store:
+        store.create_knowledge_base(KB)
+        with pytest.raises(kb_store.InvalidArgument) as info:
+            store.import_directory(KB, str(folder))
+        assert "cannot read the folder" in info.value.message
+        assert str(folder / "locked") in info.value.message
+        assert store.list_articles(KB) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else True,
+                    reason="root reads files whatever their mode")
+def test_an_unreadable_file_is_an_error_naming_it(db, docs):
+    locked = write(docs, "locked.md", "# L\n\nx")
+    locked.chmod(0)
+    assert str(locked) in fails(db, "import", KB, docs)
+
+
+def test_import_reports_progress_on_stderr_for_long_imports(db, tmp_path):
+    folder = tmp_path / "many"
+    for i in range(150):
+        write(folder, "doc%03d.md" % i, "# Doc %d\n\nBody %d.\n" % (i, i))
+    code, stdout, stderr = run(db, "import", KB, folder, ok=False)
+    assert code == 0
+    assert "kb: read 150 of 150 files" in stderr and "kb: wrote 150 of 150 files" in stderr
+    assert stdout.splitlines()[-1] == "create 150, update 0, unchanged 0"
+
+
+def test_an_old_store_is_upgraded_and_its_imports_are_kept_safe(tmp_path, docs):
+    path = tmp_path / "old.db"
+    with KBStore(str(path), create=True) as store:
+        store.create_knowledge_base(KB)
+        store.import_directory(KB, str(docs))
+    conn = sqlite3.connect(str(path))  # as schema 1 had it: no import versions
+    conn.execute("ALTER TABLE articles DROP COLUMN import_version")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    assert "kb upgrade --db %s" % path in fails(path, "list", KB)
+    assert out(path, "upgrade") == "upgraded %s from schema 1 to %d\n" % (
+        path, kb_store.SCHEMA_VERSION)
+    assert out(path, "upgrade") == "%s is already at schema %d\n" % (
+        path, kb_store.SCHEMA_VERSION)
+    # Unchanged files are adopted; a changed one is a conflict, since an edit cannot be ruled out.
+    write(docs, "shipping.md", "# Shipping\n\nWe ship within one day.\n")
+    code, stdout, _ = run(path, "import", KB, docs, ok=False)
+    assert code == 3 and "conflict  shipping.md" in stdout
+    assert out(path, "import", KB, docs, "--force").endswith("update 1, unchanged 2\n")
+    assert out(path, "audit") == "audit: ok\n"
