@@ -986,7 +986,11 @@ class KBStore:
                 isolation_level=None, timeout=timeout, check_same_thread=False)
         except sqlite3.Error as exc:
             if create:
-                raise store_error(exc, "the database file %s" % path) from exc
+                folder = os.path.dirname(os.path.abspath(str(path)))
+                raise StoreFailed("cannot create a store at %s (%s): %s" % (
+                    path, exc, "its folder %s does not exist" % folder
+                    if not os.path.isdir(folder) else "is the folder writable?"),
+                    path=str(path), retryable=False) from None
             raise NotAStore("no knowledge-base store at %s (%s); create one with: kb init --db "
                             "%s KB" % (path, exc, path), path=str(path)) from None
         self._conn.row_factory = sqlite3.Row

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A real session with kb_server.py, printed as the JSON-RPC lines that crossed its stdio.
+"""A real session with the MCP server (kb_server.py), printed as the JSON-RPC lines that crossed its stdio.
 
 Builds a small store in a temporary folder, starts the server the way an MCP client does, and
 walks through the citation workflow: handshake, search, read (keeping the citation), a
@@ -111,7 +111,7 @@ def run(full):
         db = os.path.join(tmp, "kb.db")
         article = make_store(db)
         argv = [sys.executable, SERVER, "--db", db, "--grant", "support", "--writes", "ask"]
-        print("# server: python kb_server.py --db kb.db --grant support --writes ask")
+        print("# server: kb-server --db kb.db --grant support --writes ask")
         s = Session(argv, full)
 
         s.say("Handshake. The client declares elicitation, so the server can ask its person.")
