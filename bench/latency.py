@@ -20,6 +20,7 @@ import time
 
 import common
 import corpus
+import kb_sqlite
 import kb_store
 
 KB = "bench"
@@ -94,7 +95,7 @@ def measure(path, titles, searches, reads, edits, polls, seed=SEED):
 
 
 def matches_per_query(path, titles, queries, seed=SEED):
-    """Median number of articles a search's words match: the rows bm25 must score."""
+    """Median number of articles holding at least one of a search's words."""
     rng = random.Random(seed + 1)
     counts = []
     # A diagnostic no tool reports, so read straight from the file, on its own connection.
@@ -106,7 +107,8 @@ def matches_per_query(path, titles, queries, seed=SEED):
             index = min(int(rng.random() * len(titles)), len(titles) - 1)
             if i < WARMUP:
                 continue
-            query = kb_store.fts_query(corpus.question(titles[index]))
+            terms = kb_store.query_terms(corpus.question(titles[index]))
+            query = " OR ".join(kb_sqlite.fts_literal(term) for term in terms)
             counts.append(conn.execute("SELECT count(*) FROM fts_%d WHERE fts_%d MATCH ?"
                                        % (pk, pk), (query,)).fetchone()[0])
     finally:
@@ -156,7 +158,8 @@ def _ms(seconds):
     return round(seconds * 1000.0, 3)
 
 
-TARGETS_MS = {"search_p50_ms": 5.0, "read_p50_ms": 0.5, "edit_p50_ms": 2.0, "poll100_p50_ms": 1.0}
+TARGETS_MS = {"search_p50_ms": 3.0, "search_p99_ms": 15.0, "read_p50_ms": 0.5,
+              "edit_p50_ms": 2.0, "poll100_p50_ms": 1.0}
 
 
 def render(result):

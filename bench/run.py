@@ -6,8 +6,9 @@
     python bench/run.py --json bench.json   # also write every number as JSON
 
 Benchmarks: ``sim`` (wall time of ``python sim.py --seeds 1-5``), ``latency`` (tool latency
-against knowledge-base size), ``scaling`` (cost of checking citations as the day grows) and
-``concurrency`` (edits per second and conflicts with 1-8 writer processes). Each reports the
+against knowledge-base size), ``search`` (search beside plain FTS5 and tantivy on one corpus),
+``scaling`` (cost of checking citations as the day grows) and ``concurrency`` (edits per
+second and conflicts with 1-8 writer processes). Each reports the
 load average at its start and end: the numbers are only as quiet as the machine was.
 """
 
@@ -20,23 +21,27 @@ import common
 import concurrency
 import latency
 import scaling
+import search
 import sim_time
 
-BENCHMARKS = ("sim", "latency", "scaling", "concurrency")
+BENCHMARKS = ("sim", "latency", "search", "scaling", "concurrency")
 
 # Full runs: a few minutes in all on a two-core machine. Quick: a smoke run of seconds.
 FULL = {"repeats": 5, "sim_args": sim_time.DEFAULT_ARGS,
         "sizes": (1000, 10000, 100000), "searches": 300, "reads": 1000, "edits": 300,
+        "search_sizes": (10000, 100000),
         "polls": 300, "scales": (1, 10, 30), "factor_scale": 3,
         "processes": (1, 2, 4, 8), "seconds": 3.0, "articles": 1000, "runs": 3}
 QUICK = {"repeats": 1,
          "sim_args": ("--seeds", "1", "--articles", "40", "--questions", "12", "--saves", "30",
                       "--processes", "1"),
          "sizes": (100, 300), "searches": 20, "reads": 50, "edits": 20, "polls": 20,
+         "search_sizes": (200,),
          "scales": (0.05, 0.1), "factor_scale": 0.1,
          "processes": (1, 2), "seconds": 0.3, "articles": 50, "runs": 1}
 
 TITLES = {"sim": "Simulation wall time", "latency": "Tool latency against knowledge-base size",
+          "search": "Search beside its peers",
           "scaling": "Cost of checking citations as the day grows",
           "concurrency": "Concurrent edits on one file database"}
 
@@ -87,7 +92,9 @@ def parser():
     p.add_argument("--sizes", type=_list(int, "--sizes"),
                    help="latency: article counts (default 1000,10000,100000)")
     p.add_argument("--searches", type=_positive(int, "--searches"),
-                   help="latency: timed searches per size (default 300)")
+                   help="latency and search: timed searches per size (default 300)")
+    p.add_argument("--search-sizes", type=_list(int, "--search-sizes"),
+                   help="search: article counts (default 10000,100000)")
     p.add_argument("--scales", type=_list(float, "--scales"),
                    help="scaling: multiples of the article's day (default 1,10,30)")
     p.add_argument("--processes", type=_list(int, "--processes"),
@@ -102,7 +109,8 @@ def parser():
 def settings(args):
     """The sizes to run: full or quick, with any option given on the command line on top."""
     chosen = dict(QUICK if args.quick else FULL)
-    for name in ("repeats", "sizes", "searches", "scales", "processes", "seconds", "runs"):
+    for name in ("repeats", "sizes", "searches", "search_sizes", "scales", "processes",
+                 "seconds", "runs"):
         if getattr(args, name) is not None:
             chosen[name] = getattr(args, name)
     return chosen
@@ -118,6 +126,8 @@ def run(names, s, directory=None):
         elif name == "latency":
             result = latency.run(s["sizes"], s["searches"], s["reads"], s["edits"], s["polls"],
                                  directory)
+        elif name == "search":
+            result = search.run(s["search_sizes"], s["searches"], directory)
         elif name == "scaling":
             result = scaling.run(s["scales"], factor_scale=s["factor_scale"])
         else:
@@ -128,7 +138,8 @@ def run(names, s, directory=None):
     return results
 
 
-RENDER = {"sim": sim_time.render, "latency": latency.render, "scaling": scaling.render,
+RENDER = {"sim": sim_time.render, "latency": latency.render, "search": search.render,
+          "scaling": scaling.render,
           "concurrency": concurrency.render}
 
 

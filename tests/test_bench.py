@@ -25,15 +25,20 @@ def test_quick_run_prints_every_table_and_writes_json(tmp_path):
     stdout = done.stdout.decode("utf-8")
     assert done.returncode == 0, done.stderr.decode("utf-8")
     for heading in ("## Simulation wall time", "## Tool latency against knowledge-base size",
-                    "## Cost of checking citations as the day grows",
+                    "## Search beside its peers", "## Cost of checking citations as the day grows",
                     "## Concurrent edits on one file database"):
         assert heading in stdout
     for header in ("| command | runs | median wall time", "| articles | build |",
+                   "| articles | engine | build |",
                    "| articles / questions / saves |", "| processes | runs |"):
         assert header in stdout
-    assert stdout.count("Load average (1 min) at start and end") == 4
+    assert stdout.count("Load average (1 min) at start and end") == 5
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert set(data["results"]) == {"sim", "latency", "scaling", "concurrency"}
+    assert set(data["results"]) == {"sim", "latency", "search", "scaling", "concurrency"}
+    engines = {row["engine"]: row for row in data["results"]["search"]["rows"]}
+    assert {"ours", "fts5-or-bm25"} <= set(engines)
+    assert engines["ours"]["top10_overlap"] == 1.0 and engines["ours"]["mean_hits"] > 0
+    assert "tantivy" in engines or "tantivy" in data["results"]["search"]["skipped"]
     assert all(row["audit"] == "ok" for row in data["results"]["concurrency"]["rows"])
     assert data["machine"]["sqlite"] and data["quick"] is True
     assert list(tmp_path.iterdir()) == [out]  # the temporary databases are gone

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import kb_cli
+import kb_sqlite
 import kb_store
 from kb_store import KBStore
 
@@ -67,7 +68,7 @@ def all_events(db, *extra):
 def dump(db):
     conn = sqlite3.connect(str(db))
     try:
-        return list(conn.iterdump())
+        return kb_sqlite.dump(conn)
     finally:
         conn.close()
 
@@ -499,21 +500,63 @@ def test_import_reports_progress_on_stderr_for_long_imports(db, tmp_path):
     assert stdout.splitlines()[-1] == "create 150, update 0, unchanged 0"
 
 
-def test_an_old_store_is_upgraded_and_its_imports_are_kept_safe(tmp_path, docs):
-    path = tmp_path / "old.db"
-    with KBStore(str(path), create=True) as store:
-        store.create_knowledge_base(KB)
-        store.import_directory(KB, str(docs))
-    conn = sqlite3.connect(str(path))  # as schema 1 had it: no import versions
-    conn.execute("ALTER TABLE articles DROP COLUMN import_version")
+# A store as schema 1 made it (before import versions and token statistics): its tables, and
+# its full-text index reading the articles table itself.
+SCHEMA_1 = """
+CREATE TABLE knowledge_bases (pk INTEGER PRIMARY KEY, kb_id TEXT NOT NULL UNIQUE, name TEXT,
+    head_sequence INTEGER NOT NULL DEFAULT 0, published_count INTEGER NOT NULL DEFAULT 0,
+    articles_created INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE articles (pk INTEGER PRIMARY KEY, kb_pk INTEGER NOT NULL REFERENCES
+    knowledge_bases(pk), article_id TEXT NOT NULL, title TEXT NOT NULL, published INTEGER NOT
+    NULL, version_us INTEGER NOT NULL, updated_at TEXT NOT NULL, source TEXT, content TEXT NOT
+    NULL, UNIQUE (kb_pk, article_id), UNIQUE (kb_pk, source));
+CREATE TABLE events (kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk), sequence INTEGER NOT
+    NULL, type TEXT NOT NULL, article_id TEXT NOT NULL, updated_at TEXT NOT NULL,
+    PRIMARY KEY (kb_pk, sequence)) WITHOUT ROWID;
+CREATE TABLE idempotency (kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk), key TEXT NOT
+    NULL, fingerprint TEXT NOT NULL, result TEXT NOT NULL, created_us INTEGER NOT NULL,
+    PRIMARY KEY (kb_pk, key)) WITHOUT ROWID;
+CREATE INDEX idempotency_age ON idempotency (created_us);
+CREATE VIRTUAL TABLE fts_1 USING fts5(title, content, content='articles', content_rowid='pk',
+    tokenize='unicode61 remove_diacritics 2');
+"""
+
+
+def make_schema_1_store(path, documents):
+    """A schema-1 store holding ``documents`` (SourceDocuments) as imported, published articles."""
+    conn = sqlite3.connect(str(path))
+    conn.executescript(SCHEMA_1)
+    conn.execute("INSERT INTO knowledge_bases (pk, kb_id, published_count, articles_created, "
+                 "head_sequence) VALUES (1, ?, ?, ?, ?)", (KB, len(documents), len(documents),
+                                                        len(documents)))
+    for n, doc in enumerate(documents, 1):
+        version = "2026-11-08T09:00:00.%06dZ" % n
+        conn.execute("INSERT INTO articles (pk, kb_pk, article_id, title, published, version_us, "
+                     "updated_at, source, content) VALUES (?, 1, ?, ?, 1, ?, ?, ?, ?)",
+                     (n, "art-%06d" % n, doc.title, 1794128400000000 + n, version, doc.source,
+                      doc.content))
+        conn.execute("INSERT INTO fts_1 (rowid, title, content) VALUES (?, ?, ?)",
+                     (n, doc.title, doc.content))
+        conn.execute("INSERT INTO events VALUES (1, ?, 'article.published', ?, ?)",
+                     (n, "art-%06d" % n, version))
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
+
+
+def test_an_old_store_is_upgraded_and_its_imports_are_kept_safe(tmp_path, docs):
+    path = tmp_path / "old.db"
+    make_schema_1_store(path, kb_store.read_markdown_folder(str(docs)))
+    before = path.read_bytes()
     assert "kb upgrade --db %s" % path in fails(path, "list", KB)
+    assert path.read_bytes() == before
     assert out(path, "upgrade") == "upgraded %s from schema 1 to %d\n" % (
         path, kb_store.SCHEMA_VERSION)
     assert out(path, "upgrade") == "%s is already at schema %d\n" % (
         path, kb_store.SCHEMA_VERSION)
+    assert out(path, "audit") == "audit: ok\n"
+    found = as_json(path, "search", KB, "refund policy")["results"]
+    assert found[0]["title"] == "Refund policy"
     # Unchanged files are adopted; a changed one is a conflict, since an edit cannot be ruled out.
     write(docs, "shipping.md", "# Shipping\n\nWe ship within one day.\n")
     code, stdout, _ = run(path, "import", KB, docs, ok=False)

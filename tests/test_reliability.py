@@ -451,7 +451,7 @@ def test_the_walk_is_reproducible(clock):
             walk = Walk(store, clock, 99)
             for _ in range(300):
                 walk.step()
-            dumps.append((walk.counts, list(store._conn.iterdump())))
+            dumps.append((walk.counts, store._db.dump()))
     assert dumps[0] == dumps[1]
 
 

@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 
+import kb_sqlite
 import kb_store
 from test_server import Client, error_of, make_db, structured
 
@@ -20,10 +21,10 @@ DEEP = 100000  # nesting deeper than any JSON decoder in Python follows
 
 
 def dump(path):
-    """Every table's rows and the schema, as SQL text lines (sqlite3's iterdump)."""
+    """Every table's rows and the schema, as SQL text lines (kb_sqlite.dump)."""
     conn = sqlite3.connect(str(path))
     try:
-        return list(conn.iterdump())
+        return kb_sqlite.dump(conn)
     finally:
         conn.close()
 

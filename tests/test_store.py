@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import kb_sqlite
 import kb_store
 from kb_store import TOOLS, KBStore, ToolError
 
@@ -72,7 +73,7 @@ def dump(path):
     """Every table of the database file, as SQL text, read through a separate connection."""
     conn = sqlite3.connect(path)
     try:
-        return list(conn.iterdump())
+        return kb_sqlite.dump(conn)
     finally:
         conn.close()
 
@@ -256,7 +257,7 @@ ROBUST_QUERIES = [
     ("NEAR(password invoices, 2)", ["Billing and invoices"]),
     ("pass* ^reset :invoices (refunds) -monthly", ["Resetting your password",
                                                      "Billing and invoices"]),
-    ("title:password", None),
+    ("title:password", ["Resetting your password"]),  # the words, never a column filter
     ("{title}: password", ["Resetting your password"]),
     ("* ^ : ( ) -", None),
     ('""', None),
@@ -427,13 +428,13 @@ def test_edit_hides_drafts_and_unpublished_like_missing(clock, article_id):
             arguments = {"knowledge_base_id": KB, "article_id": article_id,
                          "content": "agent text", "expected_version": version,
                          "idempotency_key": "k-" + version}
-            before = list(x._conn.iterdump())
+            before = x._db.dump()
             hidden = error_of(x, "edit_knowledge_article", arguments)
             missing = error_of(y, "edit_knowledge_article", arguments)
             assert hidden.code == "not_found"
             assert (hidden.to_dict(), str(hidden)) == (missing.to_dict(), str(missing))
             assert true_version not in str(hidden.to_dict())
-            assert list(x._conn.iterdump()) == before
+            assert x._db.dump() == before
 
 
 def test_drafts_leave_no_trace_in_search_or_events(kb, clock):
@@ -526,10 +527,10 @@ def test_the_write_itself_is_guarded_by_the_version(kb, monkeypatch):
     head = poll(kb)["head_sequence"]
     checks = kb._edit_checks
 
-    def checked_then_overtaken(args, granted):
-        result = checks(args, granted)
+    def checked_then_overtaken(*args, **kwargs):
+        result = checks(*args, **kwargs)
         # Another writer's change lands between the check and the write.
-        kb._conn.execute("UPDATE articles SET version_us = version_us + 7 WHERE article_id = ?",
+        kb._db.execute("UPDATE articles SET version_us = version_us + 7 WHERE article_id = ?",
                          (aid,))
         return result
 
@@ -541,7 +542,7 @@ def test_the_write_itself_is_guarded_by_the_version(kb, monkeypatch):
     monkeypatch.undo()
     assert read(kb, aid)["content"] == "v1"
     assert poll(kb)["head_sequence"] == head
-    assert kb._conn.execute("SELECT count(*) FROM idempotency").fetchone()[0] == 0
+    assert kb._db.execute("SELECT count(*) FROM idempotency").fetchone()[0] == 0
 
 
 # -- versions -----------------------------------------------------------------------------------
@@ -887,10 +888,10 @@ def test_ungranted_errors_equal_nonexistent_byte_for_byte(clock, index):
 def test_ungranted_calls_write_nothing(clock):
     with _grant_store(clock, True) as x:
         calls = _secret_calls(*_secret_versions(x))
-        before = list(x._conn.iterdump())
+        before = x._db.dump()
         for name, arguments in calls:
             error_of(x, name, arguments)
-        assert list(x._conn.iterdump()) == before
+        assert x._db.dump() == before
         # granted, the replay really is a replay (so the ungranted refusal above meant something)
         replay = x.call_tool("edit_knowledge_article", calls[4][1], granted={"secret"})
         assert replay["replayed"] is True
@@ -913,11 +914,11 @@ def test_replay_returns_the_first_result_and_writes_nothing(kb, clock, article):
     clock.advance(minutes=5)
     kb.save_article(KB, article, content="a person rewrote it")  # changed since
     head = poll(kb)["head_sequence"]
-    snapshot = list(kb._conn.iterdump())
+    snapshot = kb._db.dump()
     for spelling in (version, as_datetime(version).isoformat()):  # "+00:00" form
         replay = edit(kb, article, "base + agent", spelling, "once")
         assert replay == dict(first, replayed=True)
-        assert list(kb._conn.iterdump()) == snapshot
+        assert kb._db.dump() == snapshot
     assert poll(kb)["head_sequence"] == head
     assert read(kb, article)["content"] == "a person rewrote it"
 
@@ -925,7 +926,7 @@ def test_replay_returns_the_first_result_and_writes_nothing(kb, clock, article):
 def test_key_reuse_with_another_payload_is_refused(kb, article):
     version = read(kb, article)["updated_at"]
     first = edit(kb, article, "base + agent", version, "once")
-    snapshot = list(kb._conn.iterdump())
+    snapshot = kb._db.dump()
     variants = [
         {"content": "something else", "expected_version": first["updated_at"]},
         {"content": "base + agent", "expected_version": first["updated_at"]},
@@ -938,7 +939,7 @@ def test_key_reuse_with_another_payload_is_refused(kb, article):
         err = error_of(kb, "edit_knowledge_article", arguments)
         assert err.code == "idempotency_key_reused"
         assert "once" in err.message
-        assert list(kb._conn.iterdump()) == snapshot
+        assert kb._db.dump() == snapshot
     other = kb.create_article(KB, "Other", "other")
     err = error_of(kb, "edit_knowledge_article", {
         "knowledge_base_id": KB, "article_id": other, "content": "base + agent",
@@ -993,7 +994,7 @@ def test_keys_live_at_least_a_day_of_store_time(kb, clock, article):
     result = edit(kb, article, "day two", current, "daily")
     assert result["replayed"] is False
     assert read(kb, article)["content"] == "day two"
-    keys = [r[0] for r in kb._conn.execute("SELECT key FROM idempotency")]
+    keys = [r[0] for r in kb._db.execute("SELECT key FROM idempotency")]
     assert keys == ["daily"]  # "purge-me" expired with it and was deleted, not kept forever
 
 
@@ -1207,14 +1208,14 @@ def test_create_articles_as_drafts_writes_no_event(kb):
     ([("T" * 201, "body")], "articles[0] title must be at most 200"),
 ])
 def test_create_articles_checks_every_item_before_writing_any(kb, articles, needle):
-    before = list(kb._conn.iterdump())
+    before = kb._db.dump()
     with pytest.raises(kb_store.InvalidArgument) as exc:
         kb.create_articles(KB, articles)
     assert needle in exc.value.message
-    assert list(kb._conn.iterdump()) == before
+    assert kb._db.dump() == before
 
 
-# -- search tiers: one pass and tiered queries agree --------------------------------------------
+# -- search tiers on a corpus of the simulation's make ------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -1249,28 +1250,8 @@ def _queries(titles):
                       "two-factor codes", "read-only members admins"]
 
 
-def test_search_in_one_pass_and_in_tiers_give_identical_hits(corpus_store, monkeypatch):
+def test_search_puts_articles_with_every_word_first(corpus_store):
     store, titles = corpus_store
-
-    def hits(query, limit):
-        return [(h["article_id"], h["snippet"]) for h in
-                search(store, query, limit=limit)["results"]]
-
-    queries = _queries(titles)
-    for limit in (1, 2, 5, 10, 20):
-        monkeypatch.setattr(kb_store, "ONE_PASS_MAX_ARTICLES", 10 ** 9)
-        one_pass = [hits(q, limit) for q in queries]
-        monkeypatch.setattr(kb_store, "ONE_PASS_MAX_ARTICLES", 0)
-        tiered = [hits(q, limit) for q in queries]
-        assert one_pass == tiered
-        # The comparison compared hits, and deep lists when asked for them.
-        assert sum(len(h) for h in one_pass) >= 0.9 * len(queries) * min(limit, 5)
-
-
-@pytest.mark.parametrize("one_pass_max", [0, 10 ** 9])
-def test_search_puts_articles_with_every_word_first(corpus_store, monkeypatch, one_pass_max):
-    store, titles = corpus_store
-    monkeypatch.setattr(kb_store, "ONE_PASS_MAX_ARTICLES", one_pass_max)
     spanning = 0
     for query in _queries(titles):
         words = [w for w in kb_store.query_terms(query) if re.fullmatch(r"[a-z]+", w)]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import kb_sqlite
 import kb_store
 from kb_store import KBStore, ToolError
 
@@ -153,11 +154,11 @@ import sys, time
 sys.path.insert(0, sys.argv[2])
 from kb_store import KBStore
 store = KBStore(sys.argv[1])
-store._conn.execute("BEGIN IMMEDIATE")
-store._conn.execute("UPDATE knowledge_bases SET name = 'held' WHERE kb_id = 'kb-main'")
+store._db._conn.execute("BEGIN IMMEDIATE")
+store._db._conn.execute("UPDATE knowledge_bases SET name = 'held' WHERE kb_id = 'kb-main'")
 print("locked", flush=True)
 sys.stdin.readline()
-store._conn.execute("ROLLBACK")
+store._db._conn.execute("ROLLBACK")
 """
 
 OPEN_AND_READ = """
@@ -249,7 +250,7 @@ def test_a_server_starts_and_answers_while_the_write_lock_is_held(tmp_path):
 
 
 def damage_events(store, where):
-    store._conn.execute("DELETE FROM events WHERE " + where)
+    store._db._conn.execute("DELETE FROM events WHERE " + where)
 
 
 def test_a_poll_across_missing_events_is_store_damaged_not_an_endless_loop(kb):
@@ -319,16 +320,16 @@ def test_a_full_disk_is_store_failed_and_writes_nothing(db_path, clock):
         article_id = store.create_article(KB, "Small", "x")
         version = call(store, "read_knowledge_article", knowledge_base_id=KB,
                        article_id=article_id)["updated_at"]
-        pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
-        store._conn.execute("PRAGMA max_page_count = %d" % pages)
-        before = list(store._conn.iterdump())
+        pages = store._db._conn.execute("PRAGMA page_count").fetchone()[0]
+        store._db._conn.execute("PRAGMA max_page_count = %d" % pages)
+        before = store._db.dump()
         error = error_of(store, "edit_knowledge_article", {
             "knowledge_base_id": KB, "article_id": article_id, "content": "y" * (MIB // 2),
             "expected_version": version, "idempotency_key": "big"})
         assert error.code == "store_failed" and error.details["retryable"] is True
         assert "full" in error.message
-        assert list(store._conn.iterdump()) == before
-        store._conn.execute("PRAGMA max_page_count = 1073741823")
+        assert store._db.dump() == before
+        store._db._conn.execute("PRAGMA max_page_count = 1073741823")
         done = call(store, "edit_knowledge_article", knowledge_base_id=KB, article_id=article_id,
                     content="y" * (MIB // 2), expected_version=version, idempotency_key="big")
         assert done["replayed"] is False
@@ -337,8 +338,8 @@ def test_a_full_disk_is_store_failed_and_writes_nothing(db_path, clock):
 def test_a_search_index_that_names_missing_rows_is_store_damaged(kb):
     for title in ("Refund policy", "Refund window", "Shipping"):
         kb.create_article(KB, title, "About refunds and more.")
-    kb._conn.execute("PRAGMA foreign_keys = OFF")
-    kb._conn.execute("DELETE FROM articles WHERE article_id = 'art-000001'")
+    kb._db._conn.execute("PRAGMA foreign_keys = OFF")
+    kb._db._conn.execute("DELETE FROM articles WHERE article_id = 'art-000001'")
     error = error_of(kb, "search_knowledge_base", {"knowledge_base_id": KB,
                                                    "query": "refund policy"})
     assert error.code == "store_damaged" and error.details["retryable"] is False
@@ -367,11 +368,11 @@ def test_preview_edit_raises_only_tool_errors(kb):
 def statements_of(store, action):
     """The SQL statements the store runs for ``action`` (a function of the store)."""
     seen = []
-    store._conn.set_trace_callback(seen.append)
+    store._db._conn.set_trace_callback(seen.append)
     try:
         action(store)
     finally:
-        store._conn.set_trace_callback(None)
+        store._db._conn.set_trace_callback(None)
     return seen
 
 

@@ -1,0 +1,224 @@
+"""Search beside its peers, on one corpus and one set of queries.
+
+For each size, one knowledge base of the bench corpus (``corpus.py``) is built, and the same
+queries (each an article's own title, lower-cased, as the simulated agent asks; limit 10) go
+to every engine in turn, interleaved query by query so that a noisy moment hits them all:
+
+- ``ours``: ``search_knowledge_base`` on the store (SQLite, or PostgreSQL with ``--postgres``);
+- ``fts5-or-bm25``: plain FTS5 over the same titles and bodies (``unicode61
+  remove_diacritics 2``), every query word ORed, ranked by ``bm25(fts, 5, 1)``: what a
+  knowledge base on SQLite gets without a ranking of its own;
+- ``tantivy``: the ``tantivy`` package (Rust, BM25 per field, title boosted 5), where it is
+  installed; skipped with the reason otherwise.
+
+Reported per engine: p50 and p99 latency, how often the asked article is the first hit, the
+mean number of hits, and how much of each top 10 is also in ours.
+"""
+
+import os
+import random
+import re
+import shutil
+import sqlite3
+import tempfile
+import time
+
+import common
+import corpus
+import kb_store
+
+KB = "bench"
+SEED = 20261108
+WARMUP = 20
+LIMIT = 10
+TANTIVY_TITLE_BOOST = 5.0
+
+
+def _words(query):
+    """A query's words for the peers: what our store searches for, quoted for their syntax."""
+    return [w for w in re.findall(r"[a-z0-9]+", query) if w not in kb_store.kb_core.STOPWORDS]
+
+
+class Ours:
+    """The store's own search tool."""
+
+    name = "ours"
+
+    def __init__(self, address, articles):
+        with kb_store.KBStore(address, create=True) as store:
+            store.create_knowledge_base(KB)
+            store.create_articles(KB, articles)
+            store.optimize(KB)
+        self.store = kb_store.KBStore(address)
+
+    def search(self, query):
+        """Article IDs of the top hits."""
+        found = self.store.call_tool("search_knowledge_base", {
+            "knowledge_base_id": KB, "query": query, "limit": LIMIT}, granted={KB})
+        return [hit["article_id"] for hit in found["results"]]
+
+    def close(self):
+        """Close the store."""
+        self.store.close()
+
+
+class PlainFTS5:
+    """FTS5 as it comes: the words ORed, bm25 with the title weighted 5."""
+
+    name = "fts5-or-bm25"
+
+    def __init__(self, path, articles):
+        self.conn = sqlite3.connect(path)
+        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5(title, body, "
+                          "tokenize='unicode61 remove_diacritics 2')")
+        with self.conn:
+            self.conn.executemany("INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)",
+                                  ((n + 1, t, b) for n, (t, b) in enumerate(articles)))
+            self.conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
+
+    def search(self, query):
+        """Article IDs of the top hits."""
+        words = _words(query)
+        if not words:
+            return []
+        expression = " OR ".join('"%s"' % w for w in words)
+        return ["art-%06d" % row[0] for row in self.conn.execute(
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, 5.0, 1.0), rowid "
+            "LIMIT ?", (expression, LIMIT))]
+
+    def close(self):
+        """Close the connection."""
+        self.conn.close()
+
+
+class Tantivy:
+    """tantivy's BM25 over a title and a body field, the title boosted."""
+
+    name = "tantivy"
+
+    def __init__(self, path, articles):
+        import tantivy  # noqa: F401  (checked by available())
+
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("title", stored=False)
+        builder.add_text_field("body", stored=False)
+        builder.add_unsigned_field("id", stored=True, indexed=True)
+        self.schema = builder.build()
+        os.makedirs(path)
+        self.index = tantivy.Index(self.schema, path=path)
+        writer = self.index.writer()
+        for n, (title, body) in enumerate(articles):
+            doc = tantivy.Document()
+            doc.add_text("title", title)
+            doc.add_text("body", body)
+            doc.add_unsigned("id", n + 1)
+            writer.add_document(doc)
+        writer.commit()
+        writer.wait_merging_threads()
+        self.index.reload()
+        self.searcher = self.index.searcher()
+        self.tantivy = tantivy
+
+    def search(self, query):
+        """Article IDs of the top hits."""
+        words = _words(query)
+        if not words:
+            return []
+        parsed = self.index.parse_query(" ".join(words), ["title", "body"],
+                                        field_boosts={"title": TANTIVY_TITLE_BOOST})
+        hits = self.searcher.search(parsed, LIMIT).hits
+        return ["art-%06d" % self.searcher.doc(address)["id"][0] for _, address in hits]
+
+    def close(self):
+        """Nothing to close."""
+
+
+def tantivy_available():
+    """``None`` if the tantivy package imports, else the reason it cannot be measured."""
+    try:
+        import tantivy  # noqa: F401
+    except ImportError as exc:
+        return "the tantivy package is not installed (pip install tantivy): %s" % exc
+    return None
+
+
+def measure(size, queries=300, directory=None, postgres_url=None):
+    """Build every engine at ``size`` articles and time the same queries on each."""
+    rng = random.Random(SEED)
+    articles = corpus.articles(rng, size)
+    tmp = tempfile.mkdtemp(prefix="kb-bench-search-", dir=directory)
+    engines, skipped = [], {}
+    try:
+        address = postgres_url or os.path.join(tmp, "ours.db")
+        started = time.perf_counter()
+        engines.append(Ours(address, articles))
+        build = {"ours": time.perf_counter() - started}
+        for make in (PlainFTS5, Tantivy):
+            if make is Tantivy and tantivy_available():
+                skipped[make.name] = tantivy_available()
+                continue
+            started = time.perf_counter()
+            engines.append(make(os.path.join(tmp, make.name), articles))
+            build[make.name] = time.perf_counter() - started
+        qrng = random.Random(SEED + 2)
+        asked = [min(int(qrng.random() * size), size - 1) for _ in range(WARMUP + queries)]
+        results = {e.name: {"seconds": [], "first": 0, "hits": 0, "overlap": 0} for e in engines}
+        for i, index in enumerate(asked):
+            query = corpus.question(articles[index][0])
+            tops = {}
+            for engine in engines:
+                started = time.perf_counter()
+                top = engine.search(query)
+                seconds = time.perf_counter() - started
+                tops[engine.name] = top
+                if i >= WARMUP:
+                    r = results[engine.name]
+                    r["seconds"].append(seconds)
+                    r["first"] += bool(top) and top[0] == "art-%06d" % (index + 1)
+                    r["hits"] += len(top)
+            if i >= WARMUP:
+                for engine in engines:
+                    results[engine.name]["overlap"] += len(set(tops[engine.name])
+                                                          & set(tops["ours"]))
+        rows = []
+        for engine in engines:
+            r = results[engine.name]
+            n = len(r["seconds"])
+            rows.append({"engine": engine.name, "articles": size, "build_s": round(build[engine.name], 1),
+                         "p50_ms": round(common.median(r["seconds"]) * 1000, 3),
+                         "p99_ms": round(common.percentile(r["seconds"], 99) * 1000, 3),
+                         "first_hit": round(r["first"] / n, 4), "mean_hits": round(r["hits"] / n, 2),
+                         "top10_overlap": round(r["overlap"] / max(r["hits"], 1), 3)})
+        return {"rows": rows, "skipped": skipped}
+    finally:
+        for engine in engines:
+            engine.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(sizes=(10000, 100000), queries=300, directory=None, postgres_url=None):
+    """The comparison at each size."""
+    if not sizes or min(sizes) < 2:
+        raise ValueError("search sizes must be at least 2 articles, got %r" % (sizes,))
+    if queries < 1:
+        raise ValueError("search queries must be at least 1, got %d" % queries)
+    load_start = common.load()
+    rows, skipped = [], {}
+    for size in sizes:
+        result = measure(size, queries, directory, postgres_url)
+        rows += result["rows"]
+        skipped.update(result["skipped"])
+    return {"rows": rows, "skipped": skipped, "queries": queries,
+            "load": [load_start, common.load()]}
+
+
+def render(result):
+    """The comparison as a Markdown table, with what was skipped and why."""
+    rows = [[common.n(r["articles"]), r["engine"], "%.1f s" % r["build_s"], r["p50_ms"],
+             r["p99_ms"], "%.1f%%" % (100 * r["first_hit"]), r["mean_hits"],
+             "%.0f%%" % (100 * r["top10_overlap"])] for r in result["rows"]]
+    text = common.table(["articles", "engine", "build", "p50 ms", "p99 ms", "asked article first",
+                         "mean hits", "top-10 overlap with ours"], rows)
+    for name, why in sorted(result["skipped"].items()):
+        text += "\n\n%s skipped: %s." % (name, why)
+    return text

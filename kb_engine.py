@@ -1,0 +1,385 @@
+"""What a storage engine of the knowledge-base store provides, and the SQL both engines share.
+
+``kb_store.KBStore`` holds the semantics (validation, the tools, versions, idempotency,
+events, ranking); an engine holds a connection and the store's atomic steps in SQL. The
+steps below are written once, with ``?`` placeholders, and run on either engine; each engine
+(``kb_sqlite``, ``kb_postgres``) adds its connection handling, its transactions and locks,
+its schema, and its full-text index.
+
+The interface, with the promise each part makes:
+
+- ``read()``: a context for a consistent read. Every statement inside sees one snapshot;
+  it never takes a lock a writer holds, and no writer waits for it.
+- ``write()``: a context for one write transaction. Writers of a store are serialised per
+  knowledge base by ``lock_kb``; everything done inside commits together or not at all, and
+  a failure inside rolls it all back.
+- ``lock_kb(kb_id)``: inside ``write()``, the knowledge base's row, locked until commit, so
+  that two writers of one knowledge base take turns and its event sequence commits in
+  sequence order.
+- ``index_add`` / ``index_remove`` / ``match`` / ``indexed_pks`` / ``optimize``: the
+  full-text index of published articles (``match`` answers boolean queries on terms, in
+  article order, at most ``limit`` rows: its work is bounded by the limit, not by how many
+  articles hold a word).
+- ``store_error(exc)``: the ToolError for one of the driver's exceptions, or ``None``.
+- the shared steps in this class: plain statements that each do one thing in the caller's
+  transaction.
+"""
+
+import contextlib
+
+from kb_core import SCHEMA_VERSION, NotAStore, StoreBusy, StoreDamaged, StoreFailed
+
+# The columns every read of an article's full row selects, in one place.
+ARTICLE_COLUMNS = ("pk, article_id, title, content, published, version_us, updated_at, source, "
+                   "import_version")
+KB_COLUMNS = "pk, kb_id, head_sequence, published_count, title_tokens, body_tokens"
+
+
+class Engine:
+    """The shared SQL steps; a subclass supplies the connection, transactions and index."""
+
+    name = "engine"
+    placeholder = "?"
+
+    # -- provided by an engine -----------------------------------------------------------------
+
+    def close(self):
+        """Close the connection."""
+        raise NotImplementedError
+
+    def execute(self, sql, params=()):
+        """Run one statement; returns a cursor (rows as dicts or sqlite3.Row)."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def read(self):
+        """A consistent read (see the module docstring)."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    @contextlib.contextmanager
+    def write(self):
+        """One write transaction (see the module docstring)."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def lock_kb(self, kb_id):
+        """The knowledge base row, locked for the rest of the write transaction, or None."""
+        raise NotImplementedError
+
+    def create_kb_index(self, kb_pk):
+        """Whatever the full-text index needs for a new knowledge base."""
+
+    def index_add(self, kb_pk, pk, doc):
+        """Put a published article's tokens (a ``kb_core`` SearchDoc) in the full-text index."""
+        raise NotImplementedError
+
+    def index_remove(self, kb_pk, pk, doc):
+        """Take an article's tokens (as stored when added) out of the full-text index."""
+        raise NotImplementedError
+
+    def match(self, kb_pk, queries, limit):
+        """For each query ``(all_of, none_of, title_only)``: the article pks, lowest first,
+        holding every term of ``all_of`` (in the title, with ``title_only``) and no term of
+        ``none_of``; at most ``limit`` each. One round trip for all of them."""
+        raise NotImplementedError
+
+    def indexed_pks(self, kb_pk):
+        """Every article pk in a knowledge base's full-text index, sorted (for the audit)."""
+        raise NotImplementedError
+
+    def index_clear(self, kb_pk):
+        """Empty a knowledge base's full-text index."""
+        raise NotImplementedError
+
+    def optimize(self, kb_pk):
+        """Compact a knowledge base's full-text index after a bulk load."""
+
+    def integrity_problems(self):
+        """What the database's own consistency check reports (empty when it has none)."""
+        return []
+
+    def store_error(self, exc):
+        """The ToolError for a driver exception, or None when it is not the driver's."""
+        return None
+
+    # -- shared: one statement or a few, in the caller's transaction ----------------------------
+
+    def rows(self, sql, params=()):
+        """Every row of a query, as dicts."""
+        return [dict(row) for row in self.execute(sql, params).fetchall()]
+
+    def row(self, sql, params=()):
+        """The first row of a query as a dict, or None."""
+        found = self.execute(sql, params).fetchone()
+        return None if found is None else dict(found)
+
+    def value(self, sql, params=()):
+        """The first column of the first row, or None."""
+        found = self.execute(sql, params).fetchone()
+        if found is None:
+            return None
+        return next(iter(found.values())) if isinstance(found, dict) else found[0]
+
+    def kb_row(self, kb_id):
+        """A knowledge base's row by ID, or None."""
+        return self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ?" % KB_COLUMNS, (kb_id,))
+
+    def kb_list(self):
+        """Every knowledge base with its counts, by ID."""
+        return self.rows(
+            "SELECT kb_id, name, published_count AS published, articles_created AS articles, "
+            "head_sequence FROM knowledge_bases ORDER BY kb_id")
+
+    def kb_insert(self, kb_id, name):
+        """A new knowledge base; returns its pk."""
+        self.execute("INSERT INTO knowledge_bases (kb_id, name) VALUES (?, ?)", (kb_id, name))
+        pk = self.value("SELECT pk FROM knowledge_bases WHERE kb_id = ?", (kb_id,))
+        self.create_kb_index(pk)
+        return pk
+
+    def kb_next(self, kb_pk, counter):
+        """Add one to a knowledge base's counter (``head_sequence``, ``articles_created``)."""
+        # Two statements, not UPDATE ... RETURNING, which SQLite before 3.35 lacks.
+        self.execute("UPDATE knowledge_bases SET {0} = {0} + 1 WHERE pk = ?".format(counter),
+                     (kb_pk,))
+        return self.value("SELECT {0} FROM knowledge_bases WHERE pk = ?".format(counter),
+                          (kb_pk,))
+
+    def kb_add_published(self, kb_pk, count, title_tokens, body_tokens):
+        """Move a knowledge base's published count and token totals (BM25's averages)."""
+        self.execute(
+            "UPDATE knowledge_bases SET published_count = published_count + ?, "
+            "title_tokens = title_tokens + ?, body_tokens = body_tokens + ? WHERE pk = ?",
+            (count, title_tokens, body_tokens, kb_pk))
+
+    def article_visibility(self, kb_pk, article_id):
+        """``{pk, published}`` of an article, read without its content, or None."""
+        return self.row("SELECT pk, published FROM articles WHERE kb_pk = ? AND article_id = ?",
+                        (kb_pk, article_id))
+
+    def article(self, pk):
+        """An article's whole row."""
+        return self.row("SELECT %s FROM articles WHERE pk = ?" % ARTICLE_COLUMNS, (pk,))
+
+    def article_insert(self, kb_pk, article_id, title, content, published, version_us,
+                       updated_at, source):
+        """A new article; returns its pk."""
+        self.execute(
+            "INSERT INTO articles (kb_pk, article_id, title, content, published, version_us, "
+            "updated_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (kb_pk, article_id, title, content, int(published), version_us, updated_at, source))
+        return self.value("SELECT pk FROM articles WHERE kb_pk = ? AND article_id = ?",
+                          (kb_pk, article_id))
+
+    def article_swap(self, row, title, content, published, version_us, updated_at):
+        """The compare-and-swap: write only if the article still holds ``row``'s version and
+        visibility; returns the number of rows written (0 or 1)."""
+        return self.execute(
+            "UPDATE articles SET title = ?, content = ?, published = ?, version_us = ?, "
+            "updated_at = ? WHERE pk = ? AND version_us = ? AND published = ?",
+            (title, content, int(published), version_us, updated_at, row["pk"],
+             row["version_us"], row["published"])).rowcount
+
+    def article_list(self, kb_pk):
+        """Every article of a knowledge base without its content, in creation order."""
+        return self.rows(
+            "SELECT article_id, title, published, updated_at, length(content) AS chars, source "
+            "FROM articles WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+
+    def article_hits(self, pks, chars):
+        """Search hits' rows: the first ``chars`` characters of the content only."""
+        marks = ",".join("?" * len(pks))
+        return self.rows(
+            "SELECT pk, article_id, title, updated_at, substr(content, 1, ?) AS content "
+            "FROM articles WHERE pk IN (%s)" % marks, [chars] + list(pks))
+
+    def articles_imported(self, kb_pk):
+        """The articles an import made, with their content, keyed by nothing (a list)."""
+        return self.rows("SELECT %s FROM articles WHERE kb_pk = ? AND source IS NOT NULL"
+                         % ARTICLE_COLUMNS, (kb_pk,))
+
+    def article_set_source(self, pk, source):
+        """Point an imported article at another file (a rename)."""
+        self.execute("UPDATE articles SET source = ? WHERE pk = ?", (source, pk))
+
+    def article_mark_imported(self, pk):
+        """Record the article's current version as the one an import wrote (or found equal)."""
+        self.execute("UPDATE articles SET import_version = updated_at WHERE pk = ?", (pk,))
+
+    def event_insert(self, kb_pk, sequence, type_, article_id, updated_at):
+        """Append one event row."""
+        self.execute("INSERT INTO events (kb_pk, sequence, type, article_id, updated_at) "
+                     "VALUES (?, ?, ?, ?, ?)", (kb_pk, sequence, type_, article_id, updated_at))
+
+    def events_after(self, kb_pk, after, limit):
+        """Up to ``limit`` events after sequence ``after``, in order."""
+        return self.rows(
+            "SELECT sequence, type, article_id, updated_at FROM events "
+            "WHERE kb_pk = ? AND sequence > ? ORDER BY sequence LIMIT ?", (kb_pk, after, limit))
+
+    def idempotency_get(self, kb_pk, key, since_us):
+        """The stored ``{fingerprint, result}`` of a key used since ``since_us``, or None."""
+        return self.row("SELECT fingerprint, result FROM idempotency WHERE kb_pk = ? AND key = ? "
+                        "AND created_us >= ?", (kb_pk, key, since_us))
+
+    def idempotency_put(self, kb_pk, key, fingerprint, result, now_us, expire_before_us):
+        """Record a successful edit under its key, and forget keys older than their TTL."""
+        self.execute("DELETE FROM idempotency WHERE created_us < ?", (expire_before_us,))
+        self.execute(
+            "INSERT INTO idempotency (kb_pk, key, fingerprint, result, created_us) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kb_pk, key) DO UPDATE SET "
+            "fingerprint = excluded.fingerprint, result = excluded.result, "
+            "created_us = excluded.created_us",
+            (kb_pk, key, fingerprint, result, now_us))
+
+    # -- shared: the search statistics ------------------------------------------------------------
+
+    def search_doc(self, pk):
+        """An indexed article's stored tokens, or None if it is not indexed."""
+        return self.row("SELECT pk, title_terms, title_len, body_terms, body_len "
+                        "FROM search_docs WHERE pk = ?", (pk,))
+
+    def search_docs(self, pks):
+        """The stored tokens of the given articles (those indexed), as mappings."""
+        marks = ",".join("?" * len(pks))
+        # The rows as the driver gives them (mappings both): search reads many, per query.
+        return self.execute("SELECT pk, title_terms, title_len, body_terms, body_len "
+                            "FROM search_docs WHERE pk IN (%s)" % marks, list(pks)).fetchall()
+
+    def search_doc_put(self, kb_pk, pk, doc):
+        """Store an article's tokens (with ``index_add``)."""
+        self.execute("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, "
+                     "body_len) VALUES (?, ?, ?, ?, ?, ?)",
+                     (pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len))
+        for term in sorted(set(doc.title_tokens)):
+            self.execute("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
+                         "VALUES (?, ?, ?, ?)", (kb_pk, term, doc.title_len, pk))
+
+    def search_doc_delete(self, kb_pk, pk):
+        """Forget an article's tokens (with ``index_remove``)."""
+        self.execute("DELETE FROM search_docs WHERE pk = ?", (pk,))
+        self.execute("DELETE FROM title_terms WHERE kb_pk = ? AND pk = ?", (kb_pk, pk))
+
+    def search_clear(self, kb_pk):
+        """Empty a knowledge base's search index and statistics (to index it anew)."""
+        self.index_clear(kb_pk)
+        for table in ("search_docs", "title_terms", "search_terms"):
+            self.execute("DELETE FROM %s WHERE kb_pk = ?" % table, (kb_pk,))
+        self.execute("UPDATE knowledge_bases SET published_count = 0, title_tokens = 0, "
+                     "body_tokens = 0 WHERE pk = ?", (kb_pk,))
+
+    def term_counts(self, kb_pk, terms):
+        """``{term: (articles with it in the title, in the body)}`` for the terms any hold."""
+        marks = ",".join("?" * len(terms))
+        return {r["term"]: (r["df_title"], r["df_body"]) for r in self.rows(
+            "SELECT term, df_title, df_body FROM search_terms WHERE kb_pk = ? AND term IN (%s)"
+            % marks, [kb_pk] + list(terms))}
+
+    def term_counts_add(self, kb_pk, deltas):
+        """Move the per-term article counts by ``{term: (title delta, body delta)}``."""
+        for term, (d_title, d_body) in sorted(deltas.items()):
+            if not (d_title or d_body):
+                continue
+            self.execute(
+                "INSERT INTO search_terms (kb_pk, term, df_title, df_body) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (kb_pk, term) DO UPDATE SET df_title = search_terms.df_title + "
+                "excluded.df_title, df_body = search_terms.df_body + excluded.df_body",
+                (kb_pk, term, d_title, d_body))
+        gone = [term for term, (d_title, d_body) in deltas.items() if d_title < 0 or d_body < 0]
+        for term in sorted(gone):
+            self.execute("DELETE FROM search_terms WHERE kb_pk = ? AND term = ? AND df_title = 0 "
+                         "AND df_body = 0", (kb_pk, term))
+
+    def title_candidates(self, kb_pk, terms, limit):
+        """For each term, the articles holding it in their title, shortest titles first (the
+        best title score for it), at most ``limit`` each; one round trip for all."""
+        parts, params = [], []
+        for i, term in enumerate(terms):
+            parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM title_terms WHERE kb_pk = ? "
+                         "AND term = ? ORDER BY title_len, pk LIMIT ?) AS t%d" % (i, i))
+            params += [kb_pk, term, limit]
+        found = [[] for _ in terms]
+        for row in self.execute(" UNION ALL ".join(parts), params).fetchall():
+            found[row[0] if not isinstance(row, dict) else row["q"]].append(
+                row[1] if not isinstance(row, dict) else row["pk"])
+        return found
+
+    # -- shared: the audit ----------------------------------------------------------------------
+
+    def audit_kbs(self):
+        """Every knowledge base's row."""
+        return self.rows("SELECT %s FROM knowledge_bases ORDER BY pk" % KB_COLUMNS)
+
+    def audit_sequences(self, kb_pk):
+        """Every event sequence of a knowledge base, in order."""
+        return [r["sequence"] for r in self.rows(
+            "SELECT sequence FROM events WHERE kb_pk = ? ORDER BY sequence", (kb_pk,))]
+
+    def audit_last_events(self, kb_pk):
+        """Each article's last event."""
+        last = {}
+        for r in self.rows("SELECT article_id, type, updated_at FROM events WHERE kb_pk = ? "
+                           "ORDER BY sequence", (kb_pk,)):
+            last[r["article_id"]] = r
+        return last
+
+    def audit_articles(self, kb_pk):
+        """Every article's pk, ID, visibility and version."""
+        return self.rows("SELECT pk, article_id, published, updated_at FROM articles "
+                         "WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+
+    def audit_search(self, kb_pk):
+        """What the search statistics hold: docs, their token totals, title rows, term rows."""
+        docs = self.rows("SELECT pk, title_terms, title_len, body_terms, body_len "
+                         "FROM search_docs WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+        titles = self.rows("SELECT term, title_len, pk FROM title_terms WHERE kb_pk = ? "
+                           "ORDER BY pk, term", (kb_pk,))
+        terms = {r["term"]: (r["df_title"], r["df_body"]) for r in self.rows(
+            "SELECT term, df_title, df_body FROM search_terms WHERE kb_pk = ?", (kb_pk,))}
+        return docs, titles, terms
+
+    def damaged(self, kb, what):
+        """The store_damaged error for a knowledge base whose ``what`` is inconsistent."""
+        return StoreDamaged(
+            "the %s of knowledge base %r is damaged. A retry will not help; the store's operator "
+            "must run the audit (kb audit) and restore from a backup." % (what, kb["kb_id"]),
+            knowledge_base_id=kb["kb_id"], retryable=False)
+
+
+def check_version(where, version, upgrading):
+    """Refuse a store of another schema, naming what to do (older: upgrade; newer: update)."""
+    if version < SCHEMA_VERSION and not upgrading:
+        raise NotAStore(
+            "%s is a knowledge-base store of schema %d, older than this program's %d; "
+            "upgrade it with: kb upgrade --db %s (copy it first to keep a backup)"
+            % (where, version, SCHEMA_VERSION, where), path=str(where), schema=version)
+    if version > SCHEMA_VERSION:
+        raise NotAStore(
+            "%s is a knowledge-base store of schema %d, newer than this program's %d; "
+            "install a newer kb-citations to open it" % (where, version, SCHEMA_VERSION),
+            path=str(where), schema=version)
+
+
+def busy_error(text, where="the knowledge-base database"):
+    """store_busy: another writer held the lock past the wait; nothing was written."""
+    return StoreBusy(
+        "%s is busy: another writer held it past the wait (%s). Nothing was written; retry "
+        "the same call (an edit resent with the same idempotency_key is applied at most once)."
+        % (where, text), retryable=True)
+
+
+def damaged_error(text, where="the knowledge-base database"):
+    """store_damaged: the database itself is corrupt."""
+    return StoreDamaged(
+        "%s is damaged (%s). A retry will not help: stop writing to it, run the audit and "
+        "restore it from a backup." % (where, text), retryable=False)
+
+
+def failed_error(text, where="the knowledge-base database"):
+    """store_failed: any other database failure (a full disk, an I/O error)."""
+    return StoreFailed(
+        "%s failed (%s). Each write is all or nothing, so nothing was half done: retry the same "
+        "call once the cause (a full disk, say) is fixed; an edit resent with the same "
+        "idempotency_key returns the stored result if it was written." % (where, text),
+        retryable=True)

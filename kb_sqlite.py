@@ -1,0 +1,400 @@
+"""The SQLite engine of the knowledge-base store: one file (or memory), standard library only.
+
+Transactions: a write is ``BEGIN IMMEDIATE``, which takes the file's one write lock at once,
+so every writer of the file (not only of one knowledge base) takes turns and a knowledge
+base's event sequence commits in order; a read is ``BEGIN DEFERRED``, which in WAL mode
+reads one snapshot and never waits for a writer. The full-text index is one FTS5 table per
+knowledge base, contentless: it is fed the store's own tokens (``kb_core.tokens``), so it
+matches exactly what the PostgreSQL engine matches, and is told what to forget from the
+tokens ``search_docs`` keeps.
+"""
+
+import contextlib
+import os
+import sqlite3
+import urllib.request
+
+from kb_core import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed
+from kb_engine import Engine, busy_error, check_version, damaged_error, failed_error
+
+# The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
+# recognised by them (its application_id is 0).
+STORE_TABLES = frozenset({"knowledge_bases", "articles", "events", "idempotency"})
+
+CORE_SQL = """
+CREATE TABLE knowledge_bases (
+    pk INTEGER PRIMARY KEY,
+    kb_id TEXT NOT NULL UNIQUE,
+    name TEXT,
+    head_sequence INTEGER NOT NULL DEFAULT 0,
+    published_count INTEGER NOT NULL DEFAULT 0,
+    articles_created INTEGER NOT NULL DEFAULT 0,
+    -- Token totals of the published articles' titles and bodies: BM25's average lengths.
+    title_tokens INTEGER NOT NULL DEFAULT 0,
+    body_tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE articles (
+    pk INTEGER PRIMARY KEY,
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    article_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    published INTEGER NOT NULL,
+    version_us INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    -- The file an import made it from, and the version that import wrote (or found equal to
+    -- the file): a later version means someone edited it since, and import leaves it alone.
+    source TEXT,
+    import_version TEXT,
+    -- Last, so reading the small columns never walks a long article's overflow pages.
+    content TEXT NOT NULL,
+    UNIQUE (kb_pk, article_id),
+    UNIQUE (kb_pk, source)
+);
+CREATE TABLE events (
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    sequence INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    article_id TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (kb_pk, sequence)
+) WITHOUT ROWID;
+CREATE TABLE idempotency (
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    PRIMARY KEY (kb_pk, key)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_age ON idempotency (created_us);
+"""
+SEARCH_SQL = """
+-- Search: what ranking needs of each published article, per-term article counts, and each
+-- title's terms ordered by title length (the any-word tier's best title candidates first).
+CREATE TABLE search_docs (
+    pk INTEGER PRIMARY KEY REFERENCES articles(pk),
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    title_terms TEXT NOT NULL,
+    title_len INTEGER NOT NULL,
+    body_terms TEXT NOT NULL,
+    body_len INTEGER NOT NULL
+);
+CREATE TABLE search_terms (
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    term TEXT NOT NULL,
+    df_title INTEGER NOT NULL,
+    df_body INTEGER NOT NULL,
+    PRIMARY KEY (kb_pk, term)
+) WITHOUT ROWID;
+CREATE TABLE title_terms (
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    term TEXT NOT NULL,
+    title_len INTEGER NOT NULL,
+    pk INTEGER NOT NULL,
+    PRIMARY KEY (kb_pk, term, title_len, pk)
+) WITHOUT ROWID;
+"""
+SCHEMA_SQL = CORE_SQL + SEARCH_SQL
+
+# Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
+# tables, which indexed the articles table directly, are replaced; the store re-indexes).
+MIGRATIONS = {
+    1: ["ALTER TABLE articles ADD COLUMN import_version TEXT",
+        "ALTER TABLE knowledge_bases ADD COLUMN title_tokens INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE knowledge_bases ADD COLUMN body_tokens INTEGER NOT NULL DEFAULT 0"]
+    + SEARCH_SQL.split(";"),
+}
+
+# One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:
+# 'ascii' splits them on the spaces between them and nothing else (every non-ASCII character
+# is a token character); detail=column keeps which field holds a term (for title-only
+# queries) and no positions; columnsize=0 since ranking keeps its own lengths.
+FTS_SQL = ("CREATE VIRTUAL TABLE fts_{pk} USING fts5(title, body, content='', columnsize=0, "
+           "detail=column, tokenize='ascii')")
+# Every save rewrites an article's index entries, and each write adds a segment that every
+# query must visit until merged. Merging at two segments a level (not four) and all at once at
+# four (not sixteen) keeps a busy index near one segment: searches measured twice as fast after
+# a day of saves, for a little more work per write.
+FTS_TUNING = (("automerge", 2), ("crisismerge", 4))
+
+# SQLite's primary result codes that say who is at fault (sqlite3.Error.sqlite_errorcode exists
+# from Python 3.11; older ones are told by the message text instead).
+BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def sqlite_path(address):
+    """The file path (or ``:memory:``) of an address: a path, or ``sqlite:///path``."""
+    if address.startswith("sqlite://"):
+        path = address[len("sqlite://"):]
+        # sqlite:///abs/path and sqlite:///:memory: (three slashes: an empty host)
+        return path[1:] if path.startswith("/:memory:") else path or ":memory:"
+    return address
+
+
+def _uri(path, create):
+    """A ``file:`` URI for ``path`` that opens it read-write, creating it only if ``create``."""
+    if path.startswith("file:"):
+        return path  # the caller's own URI, with whatever mode it names
+    quoted = urllib.request.pathname2url(os.path.abspath(path))
+    return "file:%s?mode=%s" % (quoted, "rwc" if create else "rw")
+
+
+def fts_literal(term):
+    """A term as an FTS5 string: searched for as text, never parsed as query syntax."""
+    return '"%s"' % term.replace('"', '""')
+
+
+class SQLiteEngine(Engine):
+    """A store in one SQLite file (WAL mode) or in memory."""
+
+    name = "sqlite"
+
+    def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
+        self.path = sqlite_path(str(address))
+        self.memory = self.path == ":memory:" or self.path.startswith("file::memory:")
+        self.created = False
+        try:
+            self._conn = sqlite3.connect(
+                self.path if self.memory else _uri(self.path, create), uri=not self.memory,
+                isolation_level=None, timeout=timeout, check_same_thread=False)
+        except sqlite3.Error as exc:
+            if create:
+                folder = os.path.dirname(os.path.abspath(self.path))
+                raise StoreFailed("cannot create a store at %s (%s): %s" % (
+                    self.path, exc, "its folder %s does not exist" % folder
+                    if not os.path.isdir(folder) else "is the folder writable?"),
+                    path=self.path, retryable=False) from None
+            raise NotAStore("no knowledge-base store at %s (%s); create one with: kb init --db "
+                            "%s KB" % (self.path, exc, self.path), path=self.path) from None
+        self._conn.row_factory = sqlite3.Row
+        try:
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            # Identify the file before anything could write to it: a file that is not ours is
+            # refused with its bytes (journal mode included) as they were.
+            self.schema = self._identify(upgrading)
+            if self.schema is None:
+                if not (create or self.memory):
+                    raise NotAStore(
+                        "%s is an empty database, not a knowledge-base store; create one with: "
+                        "kb init --db %s KB" % (self.path, self.path), path=self.path)
+                self._create_schema()
+            if not self.memory:
+                # NORMAL sync is crash-safe in WAL (a killed process loses nothing committed;
+                # power loss may drop the last ones). A connection setting: nothing is written.
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- the file ------------------------------------------------------------------------------
+
+    def _header(self):
+        """``(application_id, user_version, table names)``, read without a lock."""
+        try:
+            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {row[0] for row in self._conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise NotAStore("%s is not a knowledge-base store: %s" % (self.path, exc),
+                            path=self.path) from None
+        return app_id, version, tables
+
+    def _identify(self, upgrading=False):
+        """The store's schema version, None for an empty database; refuses anything else."""
+        app_id, version, tables = self._header()
+        if app_id == 0 and version == 0 and not tables:
+            return None
+        if not (app_id == APPLICATION_ID or (app_id == 0 and STORE_TABLES <= tables)):
+            raise NotAStore(
+                "%s is not a knowledge-base store: it is another application's SQLite database "
+                "(application_id %d, user_version %d, tables %s); nothing was changed"
+                % (self.path, app_id, version, ", ".join(sorted(tables)[:5]) or "none"),
+                path=self.path)
+        check_version(self.path, version, upgrading)
+        return version
+
+    def _create_schema(self):
+        """Make the empty database a store, unless another process just did (checked under lock)."""
+        if not self.memory:
+            # WAL lets readers run beside the one writer; it stays set in the file.
+            self._conn.execute("PRAGMA journal_mode = WAL")
+        with self.write():
+            if self._identify() is not None:
+                return
+            for statement in SCHEMA_SQL.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            self._conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
+            self._conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
+        self.schema, self.created = SCHEMA_VERSION, True
+
+    def upgrade_schema(self):
+        """Inside ``write()``: migrate the schema; returns the knowledge-base pks to re-index."""
+        found = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        for version in range(found, SCHEMA_VERSION):
+            for statement in MIGRATIONS[version]:
+                if statement.strip():
+                    self._conn.execute(statement)
+        kbs = [row[0] for row in self._conn.execute("SELECT pk FROM knowledge_bases")]
+        if found < 2:
+            for pk in kbs:  # the schema-1 index read the articles table; ours is fed tokens
+                self._conn.execute("DROP TABLE IF EXISTS fts_%d" % pk)
+                self.create_kb_index(pk)
+        self._conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
+        self._conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
+        return found, kbs if found < 2 else []
+
+    # -- connection and transactions -------------------------------------------------------------
+
+    def close(self):
+        """Close the connection."""
+        self._conn.close()
+
+    def execute(self, sql, params=()):
+        """Run one statement on the connection."""
+        return self._conn.execute(sql, params)
+
+    @contextlib.contextmanager
+    def _transaction(self, mode):
+        conn = self._conn
+        try:
+            conn.execute("BEGIN " + mode)
+            try:
+                yield self
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+        except sqlite3.ProgrammingError:
+            raise  # a closed store, a misuse: the caller's bug, not the database's
+        except sqlite3.Error as exc:
+            raise self.store_error(exc) from exc
+
+    def read(self):
+        """``BEGIN DEFERRED``: one snapshot (WAL), no write lock."""
+        return self._transaction("DEFERRED")
+
+    def write(self):
+        """``BEGIN IMMEDIATE``: the file's write lock, held to the commit."""
+        return self._transaction("IMMEDIATE")
+
+    def lock_kb(self, kb_id):
+        """The knowledge base row; BEGIN IMMEDIATE already holds the file's one write lock."""
+        return self.kb_row(kb_id)
+
+    def store_error(self, exc):
+        """The ToolError for an sqlite3 exception: busy, damaged, or failed."""
+        if not isinstance(exc, sqlite3.Error) or isinstance(exc, sqlite3.ProgrammingError):
+            return None
+        text = str(exc)
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        if primary in BUSY_CODES or (primary is None and ("locked" in text or "busy" in text)):
+            return busy_error(text)
+        if primary in DAMAGE_CODES or (
+                primary is None and ("malformed" in text or "not a database" in text)):
+            return damaged_error(text)
+        return failed_error(text)
+
+    # -- the full-text index ---------------------------------------------------------------------
+
+    def create_kb_index(self, kb_pk):
+        """A new knowledge base's FTS5 table, with its merge settings."""
+        self._conn.execute(FTS_SQL.format(pk=int(kb_pk)))
+        for option, value in FTS_TUNING:
+            self._conn.execute("INSERT INTO fts_{0} (fts_{0}, rank) VALUES (?, ?)".format(
+                int(kb_pk)), (option, value))
+
+    def _fts_row(self, doc):
+        return doc.title_text, " ".join(sorted(doc.body_counts))
+
+    def index_add(self, kb_pk, pk, doc):
+        """Index an article's tokens."""
+        title, body = self._fts_row(doc)
+        self._conn.execute("INSERT INTO fts_%d (rowid, title, body) VALUES (?, ?, ?)"
+                           % int(kb_pk), (pk, title, body))
+
+    def index_remove(self, kb_pk, pk, doc):
+        """Tell the contentless index the tokens to forget: exactly those it was given."""
+        title, body = self._fts_row(doc)
+        self._conn.execute("INSERT INTO fts_{0} (fts_{0}, rowid, title, body) VALUES "
+                           "('delete', ?, ?, ?)".format(int(kb_pk)), (pk, title, body))
+
+    def index_clear(self, kb_pk):
+        """Empty a knowledge base's FTS5 table (to rebuild it)."""
+        self._conn.execute("DROP TABLE IF EXISTS fts_%d" % int(kb_pk))
+        self.create_kb_index(kb_pk)
+
+    def match(self, kb_pk, queries, limit):
+        """Rowids in order for FTS5 queries of quoted terms (AND, NOT, a title filter), all
+        in one statement."""
+        parts, params = [], []
+        for i, (all_of, none_of, title_only) in enumerate(queries):
+            expression = " AND ".join(fts_literal(t) for t in all_of)
+            if title_only:
+                expression = "{title}: (%s)" % expression
+            for term in none_of:
+                expression = "(%s) NOT %s" % (expression, fts_literal(term))
+            parts.append("SELECT %d, rowid FROM (SELECT rowid FROM fts_%d WHERE fts_%d MATCH ? "
+                         "ORDER BY rowid LIMIT ?)" % (i, int(kb_pk), int(kb_pk)))
+            params += [expression, limit]
+        found = [[] for _ in queries]
+        for query, rowid in self._conn.execute(" UNION ALL ".join(parts), params).fetchall():
+            found[query].append(rowid)
+        return found
+
+    def indexed_pks(self, kb_pk):
+        """Every rowid in the knowledge base's index (read through a temporary vocabulary)."""
+        self._conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab_%d USING "
+                           "fts5vocab(main, fts_%d, 'instance')" % (int(kb_pk), int(kb_pk)))
+        try:
+            return [row[0] for row in self._conn.execute(
+                "SELECT DISTINCT doc FROM temp.vocab_%d ORDER BY doc" % int(kb_pk))]
+        finally:
+            self._conn.execute("DROP TABLE temp.vocab_%d" % int(kb_pk))
+
+    def optimize(self, kb_pk):
+        """Merge the knowledge base's index into one segment."""
+        self._conn.execute("INSERT INTO fts_{0} (fts_{0}) VALUES ('optimize')".format(int(kb_pk)))
+
+    def integrity_problems(self):
+        """``PRAGMA integrity_check`` and FTS5's own check of every index."""
+        problems = []
+        check = self._conn.execute("PRAGMA integrity_check").fetchone()[0]
+        if check != "ok":
+            problems.append("integrity_check: %s" % check)
+        for (pk,) in self._conn.execute("SELECT pk FROM knowledge_bases").fetchall():
+            try:
+                self._conn.execute("INSERT INTO fts_{0} (fts_{0}) VALUES ('integrity-check')"
+                                   .format(int(pk)))
+            except sqlite3.DatabaseError as exc:
+                problems.append("search index of knowledge base pk %d: %s" % (pk, exc))
+        return problems
+
+    def dump(self):
+        """Every table's rows (tests compare dumps before and after)."""
+        return dump(self._conn)
+
+
+def dump(conn):
+    """The schema and every row of every stored table of a connection, as comparable text.
+
+    Like ``iterdump``, but it reads the full-text index through its own tables: a contentless
+    FTS5 table cannot be scanned, its shadow tables can.
+    """
+    lines = []
+    for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                                  "ORDER BY type, name").fetchall():
+        lines.append(sql)
+        if sql.startswith("CREATE TABLE"):
+            quoted = '"%s"' % name.replace('"', '""')
+            lines += [repr(tuple(row)) for row in conn.execute(
+                "SELECT * FROM %s ORDER BY 1, 2" % quoted if "WITHOUT ROWID" in sql
+                else "SELECT * FROM %s ORDER BY rowid" % quoted)]
+    for pragma in ("application_id", "user_version"):
+        lines.append("%s=%s" % (pragma, conn.execute("PRAGMA " + pragma).fetchone()[0]))
+    return lines

@@ -1,0 +1,270 @@
+"""Search: the ranking (tiers, per-field BM25, title over body, ties by ID), scripts written
+without spaces, accents, bounded work, and a reference ranking computed the slow way."""
+
+import math
+import random
+import re
+
+import pytest
+
+import kb_core
+import kb_store
+
+KB = "kb-search"
+GRANTED = frozenset({KB})
+
+
+def search(store, query, limit=10):
+    return store.call_tool("search_knowledge_base", {"knowledge_base_id": KB, "query": query,
+                                                     "limit": limit}, granted=GRANTED)
+
+
+def titles(store, query, limit=10):
+    return [hit["title"] for hit in search(store, query, limit)["results"]]
+
+
+def ids(store, query, limit=10):
+    return [hit["article_id"] for hit in search(store, query, limit)["results"]]
+
+
+@pytest.fixture
+def kb(store):
+    store.create_knowledge_base(KB)
+    return store
+
+
+# -- the ranking, on hand-made knowledge bases --------------------------------------------------
+
+
+def test_an_exact_title_beats_a_longer_title_holding_one_more_word(kb):
+    longer = kb.create_article(KB, "Reset expired passwords for admins",
+                               "Admins reset expired passwords here. Passwords expire.")
+    exact = kb.create_article(KB, "Reset passwords for admins",
+                              "How admins reset passwords.")
+    assert ids(kb, "reset passwords for admins")[:2] == [exact, longer]
+    # ...whoever was first, and when the longer one's body says the words more often.
+    kb.save_article(KB, longer, content="Admins reset passwords, expired passwords included. "
+                                        "Reset them for admins.")
+    assert ids(kb, "reset passwords for admins")[0] == exact
+
+
+def test_a_title_beats_a_body_mention(kb):
+    body = kb.create_article(KB, "Billing basics", "Refunds: refunds take five days. Refunds!")
+    title = kb.create_article(KB, "Refunds", "How we pay money back to customers.")
+    assert ids(kb, "refunds") == [title, body]
+
+
+def test_words_only_in_bodies_still_find_their_articles(kb):
+    first = kb.create_article(KB, "Getting started", "Open the dashboard and pick a plan.")
+    kb.create_article(KB, "Shipping", "We ship in two days.")
+    second = kb.create_article(KB, "Plans", "A dashboard shows usage.")
+    assert set(ids(kb, "dashboard")) == {first, second}
+    assert ids(kb, "dashboard plan")[0] == first  # both words: the first tier
+
+
+def test_every_word_comes_before_all_but_one_before_any(kb):
+    any_word = kb.create_article(KB, "Alpha alpha alpha", "alpha " * 30)
+    two = kb.create_article(KB, "Alpha beta", "text")
+    three = kb.create_article(KB, "Gamma", "alpha beta gamma in the body only")
+    assert ids(kb, "alpha beta gamma") == [three, two, any_word]
+
+
+def test_ties_fall_to_the_article_id(kb):
+    made = [kb.create_article(KB, "Same title", "Same body.") for _ in range(5)]
+    assert ids(kb, "same title") == made
+    assert ids(kb, "same body", limit=3) == made[:3]
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10, 20])
+def test_limit_hits_whenever_enough_articles_hold_a_query_word(kb, limit):
+    rng = random.Random(limit)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon"]
+    for n in range(60):
+        picked = [w for w in words if rng.random() < 0.3] or ["zeta"]
+        kb.create_article(KB, "Note %d %s" % (n, picked[0]), " ".join(picked) + " filler")
+    for query in ("alpha", "alpha beta", "alpha beta gamma delta", "epsilon zeta gamma"):
+        holding = sum(1 for a in kb.list_articles(KB)
+                      if set(kb_core.tokens(a["title"] + " " + kb.get_article(
+                          KB, a["article_id"])["content"])) & set(kb_core.query_terms(query)))
+        assert len(ids(kb, query, limit)) == min(limit, holding), query
+
+
+def test_a_word_no_article_holds_is_ignored(kb):
+    both = kb.create_article(KB, "Refund policy", "Refund rules.")
+    kb.create_article(KB, "Refund window", "Thirty days.")
+    assert ids(kb, "refund policy zzyzx")[0] == both
+    assert ids(kb, "zzyzx qqq") == []
+
+
+def test_stopwords_are_dropped_unless_they_are_all_there_is(kb):
+    article = kb.create_article(KB, "How to export", "Exporting data.")
+    kb.create_article(KB, "The end", "Nothing here but words: the and of.")
+    assert ids(kb, "how do I export") == [article]
+    assert len(ids(kb, "the")) == 1
+
+
+# -- scripts, accents, odd text ------------------------------------------------------------------
+
+
+def test_chinese_is_found_by_its_characters(kb):
+    policy = kb.create_article(KB, "退款政策", "退款在五个工作日内完成。")
+    other = kb.create_article(KB, "发货时间", "我们在两天内发货。")
+    assert ids(kb, "退款") == [policy]
+    assert ids(kb, "政策") == [policy]
+    assert ids(kb, "工作日") == [policy]
+    assert ids(kb, "发货") == [other]
+    assert ids(kb, "退款 发货") == [policy, other] or ids(kb, "退款 发货") == [other, policy]
+
+
+def test_japanese_is_found_by_its_characters(kb):
+    article = kb.create_article(KB, "パスワードの再設定", "設定画面からパスワードを再設定します。")
+    assert ids(kb, "パスワード") == [article]
+    assert ids(kb, "再設定") == [article]
+    assert ids(kb, "ｶﾀｶﾅ") == []  # half-width katakana folds to full width, and is not there
+
+
+def test_hindi_words_keep_their_vowel_signs(kb):
+    article = kb.create_article(KB, "हिंदी में खोज", "यह लेख हिंदी में लिखा है।")
+    kb.create_article(KB, "English", "Only English words.")
+    assert ids(kb, "खोज") == [article]
+    assert ids(kb, "लिखा") == [article]
+    assert ids(kb, "है") == [article]  # the danda is punctuation, not part of the word
+
+
+def test_accents_fold_for_latin_scripts(kb):
+    cafe = kb.create_article(KB, "Café menu", "Crème brûlée and naïve coffee.")
+    assert ids(kb, "cafe") == [cafe]
+    assert ids(kb, "CAFÉ") == [cafe]
+    assert ids(kb, "creme brulee") == [cafe]
+    assert "**Café**" in search(kb, "cafe")["results"][0]["snippet"] or \
+        "**Crème**" in search(kb, "creme")["results"][0]["snippet"]
+
+
+def test_snippets_mark_words_of_any_script(kb):
+    kb.create_article(KB, "Refunds", "Plain text. We refund within 5 days. More text after.")
+    kb.create_article(KB, "退款政策", "退款在五个工作日内完成。")
+    assert "**refund**" in search(kb, "refund")["results"][0]["snippet"]
+    assert "**" in search(kb, "退款")["results"][0]["snippet"]
+
+
+# -- bounded work --------------------------------------------------------------------------------
+
+
+def test_the_any_word_tier_never_scores_every_matching_article(kb):
+    bodies = [("Common topic %d" % n, "common words everywhere, number %d" % n)
+              for n in range(1000)]
+    kb.create_articles(KB, bodies)
+    kb.create_article(KB, "Rare one", "alpha")
+    kb.create_article(KB, "Rare two", "beta")
+    found = search(kb, "common alpha beta", limit=10)["results"]
+    assert len(found) == 10
+    work = kb.last_search
+    # Three words, each index query capped: far fewer than the 1,002 articles that match.
+    assert work["scored"] <= 3 * 2 * kb_store.CANDIDATES_PER_QUERY
+    assert work["scored"] < 300
+
+
+def test_megabyte_articles_of_one_word_cost_a_bounded_search(kb):
+    """The planted case: twenty 1 MiB articles of one repeated word."""
+    big = "alpha " * (kb_store.CONTENT_MAX_BYTES // 6 - 1)
+    kb.create_articles(KB, [("Big %d" % n, big) for n in range(20)])
+    kb.create_article(KB, "Small", "alpha beta")
+    found = search(kb, "alpha beta", limit=20)["results"]
+    assert len(found) == 20 and found[0]["title"] == "Small"
+    work = kb.last_search
+    # The snippets read a window of each hit, not its megabyte; nothing scans every token.
+    assert work["snippet_chars"] <= 20 * kb_store.SNIPPET_SCAN_CHARS
+    assert work["scored"] <= 21
+
+
+# -- the reference: every article scored the slow way -------------------------------------------
+
+
+def reference(articles, query, limit):
+    """The documented ranking, computed over every published article from its raw text."""
+    terms = kb_core.query_terms(query)
+    docs = []
+    for article_id, title, content in articles:
+        docs.append((article_id, kb_core.tokens(title), kb_core.tokens(content)))
+    held_somewhere = [t for t in terms if any(t in ti or t in bo for _, ti, bo in docs)]
+    terms = held_somewhere
+    if not terms:
+        return []
+    n = len(docs)
+    avg_title = sum(len(ti) for _, ti, _ in docs) / n
+    avg_body = sum(len(bo) for _, _, bo in docs) / n
+
+    def idf(df):
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def bm25(tf, length, avg, weight):
+        if not tf:
+            return 0.0
+        return weight * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / avg))
+
+    ranked = []
+    for article_id, title, body in docs:
+        held, total = 0, 0.0
+        for term in terms:
+            df_title = sum(1 for _, ti, _ in docs if term in ti)
+            df_body = sum(1 for _, _, bo in docs if term in bo)
+            tf_title, tf_body = title.count(term), body.count(term)
+            if tf_title or tf_body:
+                held += 1
+                total += kb_core.TITLE_WEIGHT * bm25(tf_title, len(title), avg_title, 1) * \
+                    idf(df_title)
+                total += bm25(tf_body, len(body), avg_body, 1) * idf(df_body)
+        if held:
+            ranked.append((min(len(terms) - held, 2), -total, article_id))
+    ranked.sort()
+    return [article_id for _, _, article_id in ranked[:limit]]
+
+
+def test_the_store_ranks_as_the_reference_does(kb, monkeypatch):
+    # Uncapped index queries gather every tier whole: the bounded search must then give
+    # exactly the exhaustive ranking (the bound itself is tested above).
+    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 10 ** 6)
+    rng = random.Random(11)
+    vocabulary = ("reset password admin export invoice refund plan team billing sso login "
+                  "token webhook domain quota audit report café 退款政策 हिंदी").split()
+    articles = []
+    for n in range(120):
+        title = " ".join(rng.choice(vocabulary) for _ in range(1 + int(rng.random() * 4)))
+        body = " ".join(rng.choice(vocabulary) for _ in range(3 + int(rng.random() * 40)))
+        article_id = kb.create_article(KB, title, body)
+        articles.append((article_id, title, body))
+    for n in range(0, 120, 9):  # some saves and withdrawals, so statistics move
+        article_id, title, body = articles[n]
+        if n % 2:
+            kb.unpublish(KB, article_id)
+            articles[n] = None
+        else:
+            body = body + " " + rng.choice(vocabulary)
+            kb.save_article(KB, article_id, content=body)
+            articles[n] = (article_id, title, body)
+    published = [a for a in articles if a is not None]
+    queries = ["reset password", "refund", "export invoice plan", "team billing sso login",
+               "cafe", "退款", "हिंदी", "audit report quota domain token", "zzz refund"]
+    queries += [" ".join(rng.choice(vocabulary) for _ in range(1 + int(rng.random() * 5)))
+                for _ in range(60)]
+    compared = 0
+    for query in queries:
+        for limit in (1, 5, 20):
+            expected = reference(published, query, limit)
+            got = ids(kb, query, limit)
+            assert got == expected, (query, limit, kb.last_search, got, expected)
+            compared += len(expected)
+    assert compared > 1000
+
+
+def test_the_any_word_tier_takes_the_shortest_titles_first(kb, monkeypatch):
+    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 3)
+    # Many articles hold "alpha" in a long title, created first; one holds it in a short one.
+    for n in range(30):
+        kb.create_article(KB, "alpha in a long title number %d with many words" % n, "text")
+    short = kb.create_article(KB, "Alpha", "text")
+    kb.create_article(KB, "beta gamma", "beta gamma")  # the all-but-one tier for the query
+    found = ids(kb, "alpha beta gamma delta", limit=3)
+    assert len(found) == 3
+    assert short in found  # the shortest title holding the word, though the newest
+    assert kb.last_search["scored"] < 20
