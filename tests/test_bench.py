@@ -35,6 +35,11 @@ def test_quick_run_prints_every_table_and_writes_json(tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["results"]) == {"sim", "latency", "scaling", "concurrency"}
     assert all(row["audit"] == "ok" for row in data["results"]["concurrency"]["rows"])
+    sim_result = data["results"]["sim"]
+    assert "median CPU time | SQLite's share of CPU" in stdout
+    # A run that did work spent CPU, and SQLite's calls are part of it, never all of it.
+    assert sim_result["median_cpu_s"] is None or sim_result["median_cpu_s"] > 0
+    assert 0 < sim_result["sqlite"]["share"] < 1
     assert data["machine"]["sqlite"] and data["quick"] is True
     assert list(tmp_path.iterdir()) == [out]  # the temporary databases are gone
 
