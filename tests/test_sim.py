@@ -288,6 +288,96 @@ def test_a_strategy_that_misses_a_change_fails_the_run(monkeypatch, capsys):
     assert "check failed: seed 4, hour" in err and "by poll" in err and "support/art-" in err
 
 
+def plant_saves_that_keep_their_version(monkeypatch):
+    """Make every store the simulation opens one whose people's saves keep the old version.
+
+    The one place this file fakes the store, and only through its public results: after a
+    person's save the content and title change, but every read, search hit and editor view
+    still shows the version the article had before its first save.
+    """
+    class KeepsOldVersions(kb_store.KBStore):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.kept = {}
+
+        def save_article(self, kb_id, article_id, **changes):
+            before = super().get_article(kb_id, article_id)["updated_at"]
+            self.kept.setdefault(article_id, before)
+            super().save_article(kb_id, article_id, **changes)
+            return self.kept[article_id]
+
+        def get_article(self, kb_id, article_id):
+            return self._old(super().get_article(kb_id, article_id))
+
+        def call_tool(self, name, arguments, *, granted):
+            return self._old(super().call_tool(name, arguments, granted=granted))
+
+        def _old(self, value):
+            if isinstance(value, list):
+                return [self._old(v) for v in value]
+            if not isinstance(value, dict):
+                return value
+            value = {k: self._old(v) for k, v in value.items()}
+            if value.get("article_id") in self.kept and "updated_at" in value:
+                value["updated_at"] = self.kept[value["article_id"]]
+            return value
+
+    monkeypatch.setattr(kb_store, "KBStore", KeepsOldVersions)
+
+
+def test_a_store_whose_saves_keep_the_old_version_fails_the_run(monkeypatch, capsys):
+    healthy = sim.run([4], SMALL, processes=1)
+    plant_saves_that_keep_their_version(monkeypatch)
+    status = sim.main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                       "--hours", "4", "--processes", "1"])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "is changed by the schedule, fresh by the database" in err
+    broken = sim.run([4], SMALL, processes=1)
+    det = broken["detection"]
+    # The database, re-read and poll agree with each other, as they did before the oracle: the
+    # rows they all read are wrong. Only the schedule, which reads no row, sees the saves.
+    assert det["ground_truth"] == det["reread"] == det["poll"]
+    assert det["ground_truth"]["stale_distinct"] < healthy["detection"]["ground_truth"][
+        "stale_distinct"]
+    assert det["schedule"]["false_stale"] > 0
+    assert not healthy["check_mismatches"]
+    # The edit experiment's verdicts are checked against the schedule too.
+    assert any("edit of answer" in line and "by the schedule" in line
+               for line in broken["check_mismatches"])
+
+
+def test_oracle_on_a_hand_made_schedule():
+    def change(t, article, kind, title):
+        save = sim.Save(t, kind, article, article, (0.0,) * 9)
+        return sim.Change((t, sim.SAVE_STEP, t), article, save, title, "Reset")
+
+    titles = ["Reset a", "Reset b"]
+    oracle = sim.Oracle(titles, [change(10, 0, "content", "Reset a"),
+                                 change(20, 0, "content_title", "Sync a"),
+                                 change(30, 0, "content_title", "Reset a"),
+                                 change(40, 1, "unpublish", "Reset b"),
+                                 change(50, 1, "content", "Reset b")])
+
+    def read(t):
+        return (t, sim.QUESTION_STEP, 0)
+
+    def check(t):
+        return (t, sim.CHECK_STEP, 0)
+
+    assert oracle.status(0, read(10), check(15)) == ("fresh", None)  # the save came first
+    assert oracle.status(0, read(5), check(15)) == ("changed", "content_only")
+    assert oracle.status(0, read(15), check(25)) == ("changed", "retitled")
+    assert oracle.status(0, read(15), check(35)) == ("changed", "content_only")  # back again
+    assert oracle.status(1, read(5), check(45)) == ("gone", "gone")
+    assert oracle.status(1, read(5), check(99)) == ("gone", "gone")  # a draft save: still gone
+    assert oracle.title_at(0, read(25)) == "Sync a"
+    own = [(60, sim.EDIT_STEP, 3)]
+    assert oracle.edit(0, read(35), (70, sim.EDIT_STEP, 4), own) == "changed"
+    assert oracle.edit(0, read(35), (55, sim.EDIT_STEP, 4), own) == "accepted"
+    assert oracle.edit(1, read(35), (45, sim.EDIT_STEP, 4), own) == "gone"
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--seeds", "5-1"], "--seeds"),
     (["--seeds", "one"], "--seeds"),
@@ -324,6 +414,13 @@ def test_db_dir_keeps_each_runs_database(tmp_path):
     with kb_store.KBStore(str(tmp_path / "seed2-zipf.db")) as store:
         assert store.audit() == []
         assert store.head_sequence(sim.KB_ID) > SMALL.articles
+        # An unpublish withdraws an article for the rest of the day; later saves edit drafts.
+        withdrawn = {c.article for c in sim.people_saves(sim.draw_plan(2, SMALL), False)
+                     if c.save.kind == "unpublish"}
+        ids = ["art-%06d" % (i + 1) for i in range(SMALL.articles)]
+        hidden = {i for i, article_id in enumerate(ids)
+                  if not store.get_article(sim.KB_ID, article_id)["published"]}
+        assert withdrawn and hidden == withdrawn
     assert report["check_mismatches"] == []
 
 
