@@ -40,6 +40,9 @@ KB_ID = "support"
 
 # The article's mix of people's saves: content only, content and title, unpublish.
 SAVE_MIX = (("content", 0.85), ("content_title", 0.10), ("unpublish", 0.05))
+# The saves that take a citation out of the title-only check's reach: a retitle or an unpublish.
+UNPUBLISH_SHARE = dict(SAVE_MIX)["unpublish"]
+TITLE_VISIBLE_SHARE = dict(SAVE_MIX)["content_title"] + UNPUBLISH_SHARE
 
 # 10 s, 10 min, 1 h, 4 h: from "a few seconds old" to "hours old"; answer i gets delay i mod 4.
 DEFAULT_DELAYS = (10, 600, 3600, 14400)
@@ -56,6 +59,11 @@ TITLE_LOOKUP_HITS = 2
 
 # Upper bounds on the command line, so a typo cannot ask for a day that never ends.
 MAX_ARTICLES, MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 1000000, 24 * 7
+
+# The article's own figures (five seeds summed), for the arithmetic beside the side-by-side;
+# "four out of five" answers of 600 is 480.
+ARTICLE = {"citations": 1200, "answers": 600, "stale_zipf": 369, "answers_stale_zipf": 480,
+           "stale_control": 167, "answers_stale_control": 280}
 
 # A support team's vocabulary: titles are action + subject + audience (+ surface when the
 # three alone run out), bodies are sentences about the subject, so real search ranks them.
@@ -360,6 +368,11 @@ def people_saves(plan, uniform):
     return changes
 
 
+def any_between(steps, after, before):
+    """Whether sorted ``steps`` holds one strictly between ``after`` and ``before``."""
+    return bisect.bisect_right(steps, after) < bisect.bisect_left(steps, before)
+
+
 class Oracle:
     """What every check and edit must find, from the schedule of people's saves alone.
 
@@ -380,9 +393,9 @@ class Oracle:
             elif change.save.kind == "content_title":
                 self.retitled.setdefault(change.article, []).append((change.step, change.title))
 
-    @staticmethod
-    def _any_between(steps, after, before):
-        return bisect.bisect_right(steps, after) < bisect.bisect_left(steps, before)
+    def version(self, article, step):
+        """How many people's saves the article has had before ``step``: its version's number."""
+        return bisect.bisect_left(self.steps.get(article, ()), step)
 
     def title_at(self, article, step):
         """The article's title just before ``step``."""
@@ -392,9 +405,9 @@ class Oracle:
 
     def status(self, article, read, now):
         """``(status, cause)`` at step ``now`` of a citation of ``article`` read at step ``read``."""
-        if self._any_between(self.withdrawn.get(article, ()), read, now):
+        if any_between(self.withdrawn.get(article, ()), read, now):
             return "gone", "gone"
-        if not self._any_between(self.steps.get(article, ()), read, now):
+        if not any_between(self.steps.get(article, ()), read, now):
             return "fresh", None
         if self.title_at(article, now) != self.title_at(article, read):
             return "changed", "retitled"
@@ -405,9 +418,128 @@ class Oracle:
         at step ``read``; ``own_edits`` are the steps of the agent's other edits of the article,
         each of which changes it unless it is gone."""
         status, _ = self.status(article, read, at)
-        if status == "fresh" and self._any_between(own_edits, read, at):
+        if status == "fresh" and any_between(own_edits, read, at):
             return "changed"
         return "accepted" if status == "fresh" else status
+
+
+# -- closed-form expectations -----------------------------------------------------------------
+#
+# Each of a day's S people's saves falls at a uniform time and picks an article with its save
+# chance q (Zipf by the ranking, or 1/N), independently of everything before it. So a version
+# read with a share x of the saving day left is overtaken by the end of the day with chance
+# 1 - (1 - q x)^S, whatever happened before the read; averaged over a uniform read time that is
+# 1 - (1 - (1-q)^(S+1)) / ((S+1) q). Which article the agent cites, and when, comes from the
+# run (it depends on search); everything else is arithmetic on the model's parameters. These
+# functions never see a measured count.
+
+
+def zipf_weights(n, s):
+    """The Zipf probabilities ``1/r**s`` (normalised) of ranks 1..n."""
+    weights = [1.0 / rank ** s for rank in range(1, n + 1)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def save_chances(plan, config, uniform):
+    """Each article's chance of being the one a people's save picks: Zipf by rank, or 1/N."""
+    if uniform:
+        return [1.0 / config.articles] * config.articles
+    chances = [0.0] * config.articles
+    for article, weight in zip(plan.ranking, zipf_weights(config.articles, config.zipf)):
+        chances[article] = weight
+    return chances
+
+
+def p_touched(q, x, saves):
+    """Chance that one of ``saves`` saves picks an article of save chance ``q`` within a share
+    ``x`` of the day: ``1 - (1 - q x)^S``."""
+    return 1.0 - (1.0 - q * x) ** saves
+
+
+def p_touched_by_end(q, saves):
+    """``p_touched`` from a uniform read time to the day's end: 1 - (1 - (1-q)^(S+1)) / ((S+1) q)."""
+    if q <= 0.0:
+        return 0.0
+    n = saves + 1
+    return 1.0 - (1.0 - (1.0 - q) ** n) / (n * q)
+
+
+def expected_checks(q, reads, answers, versions, saves, day_us):
+    """Expected end-of-day counts of a checked day, from the articles cited and when.
+
+    ``reads`` holds each citation's ``(article, read t_us)``, ``answers`` each answer's
+    citation indices, ``versions`` each citation's distinct version as the schedule numbers it.
+    A distinct citation is judged from its first read: which read comes last depends on whether
+    the version survives, but the first depends on the past alone. The title-only check sees a
+    distinct citation when a retitle or an unpublish overtakes it; it is gone when an unpublish
+    does.
+    """
+    left = [max(day_us - t, 0) / day_us for _, t in reads]
+    stale = [p_touched(q[a], x, saves) for (a, _), x in zip(reads, left)]
+    positions = [0.0] * CITATIONS_PER_ANSWER
+    with_stale = 0.0
+    for cited in answers:
+        for p, c in enumerate(cited):
+            positions[p] += stale[c]
+        if cited:
+            articles = {reads[c][0] for c in cited}
+            with_stale += p_touched(sum(q[a] for a in articles), left[cited[0]], saves)
+    first = {}
+    for c, version in enumerate(versions):
+        first.setdefault(version, c)
+    distinct = {"stale_distinct": 0.0, "title_only_distinct": 0.0, "gone_distinct": 0.0}
+    for c in first.values():
+        q_c, x = q[reads[c][0]], left[c]
+        distinct["stale_distinct"] += p_touched(q_c, x, saves)
+        distinct["title_only_distinct"] += p_touched(TITLE_VISIBLE_SHARE * q_c, x, saves)
+        distinct["gone_distinct"] += p_touched(UNPUBLISH_SHARE * q_c, x, saves)
+    out = {"by_position": [{"position": p + 1, "stale": _round(v)}
+                           for p, v in enumerate(positions)],
+           "stale": _round(sum(stale)), "answers_with_stale": _round(with_stale)}
+    out.update((k, _round(v)) for k, v in distinct.items())
+    return out
+
+
+def expected_edits(q, edits, delays, saves, day_us):
+    """Expected rejected and gone edits per delay, from the articles cited and when.
+
+    ``edits`` holds ``(delay, article, read step, edit step)``. An edit is rejected for sure
+    when another of the agent's edits of the same article lands between its read and itself;
+    otherwise when a people's save does, with chance ``p_touched``. It finds the article gone
+    when an unpublish does.
+    """
+    landed = {}
+    for _, article, _, at in edits:
+        landed.setdefault(article, []).append(at)
+    for steps in landed.values():
+        steps.sort()
+    rows = {d: {"delay_s": d, "rejected": 0.0, "gone": 0.0} for d in delays}
+    for delay, article, read, at in edits:
+        window = max(min(at[0], day_us) - read[0], 0) / day_us
+        own = any_between(landed[article], read, at)
+        rows[delay]["rejected"] += 1.0 if own else p_touched(q[article], window, saves)
+        rows[delay]["gone"] += p_touched(UNPUBLISH_SHARE * q[article], window, saves)
+    return [dict(rows[d], rejected=_round(rows[d]["rejected"]), gone=_round(rows[d]["gone"]))
+            for d in delays]
+
+
+def model_expectations(config):
+    """Expectations from the parameters alone, for a citation read at a uniform time."""
+    weights = zipf_weights(config.articles, config.zipf)
+    return {
+        "uniform_saves_any_article": _round(p_touched_by_end(1.0 / config.articles,
+                                                             config.saves)),
+        "zipf_saves_question_own_article": _round(
+            sum(w * p_touched_by_end(w, config.saves) for w in weights)),
+        "zipf_saves_article_of_independent_popularity": _round(
+            sum(p_touched_by_end(w, config.saves) for w in weights) / config.articles),
+    }
+
+
+def _round(x):
+    # Four decimals keep the JSON identical across platforms whose pow() differs in the last bit.
+    return round(x, 4)
 
 
 # -- the agent ---------------------------------------------------------------------------------
@@ -559,6 +691,7 @@ class DayRun:
         self.index_of = {}
         self.reads = []  # per citation: (article index, step of the read)
         self.own_edits = {}  # article index -> steps of the agent's edits of it, in day order
+        self.edit_log = []  # per edit: (delay, article index, step of the read, step of the edit)
         self.hourly = []
         self.detection = None
         self.by_position = None
@@ -592,7 +725,18 @@ class DayRun:
             self.clock.t_us = step[0]
             step[3](step[4])
         self.store.close()
+        q = save_chances(self.plan, self.config, self.uniform)
+        day_us = self.config.hours * HOUR_US
+        if self.checks:
+            expected = expected_checks(
+                q, [(a, step[0]) for a, step in self.reads], self.agent.answers,
+                [(a, self.oracle.version(a, step)) for a, step in self.reads],
+                len(self.plan.saves), day_us)
+        else:
+            expected = {"edits": expected_edits(q, self.edit_log, self.config.delays,
+                                                len(self.plan.saves), day_us)}
         return {
+            "expected": expected,
             "hourly": self.hourly,
             "detection": self.detection,
             "by_position": self.by_position,
@@ -651,6 +795,7 @@ class DayRun:
         own = self.own_edits.setdefault(article, [])
         expected = self.oracle.edit(article, read, at, own)
         own.append(at)
+        self.edit_log.append((delay, article, read, at))
         line = "Agent note %d: customers asked about this at %s." % (
             i + 1, self.plan_time(self.plan.questions[i].t_us))
         content = self.agent.read_content[(i, 0)] + "\n\n" + line
@@ -855,11 +1000,25 @@ def _run_part_args(args):
 
 def _add(into, row):
     for key, value in row.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float):
+            into[key] = _round(into.get(key, 0) + value)
+        elif isinstance(value, int) and not isinstance(value, bool):
             into[key] = into.get(key, 0) + value
         elif isinstance(value, dict):
             _add(into.setdefault(key, {}), value)
     return into
+
+
+def _sum_rows(per_seed, rows_of, key, labels):
+    """Row i of every seed's list ``rows_of(seed result)`` summed, and labelled ``key: labels[i]``."""
+    out = []
+    for i, label in enumerate(labels):
+        row = {}
+        for r in per_seed:
+            _add(row, rows_of(r)[i])
+        row[key] = label
+        out.append(row)
+    return out
 
 
 def summarize(per_seed, config):
@@ -867,24 +1026,19 @@ def summarize(per_seed, config):
     workload = _add({}, {})
     for r in per_seed:
         _add(workload, r["workload"])
-    staleness = {}
+    staleness, expected = {}, {"model": model_expectations(config)}
     for mode in ("zipf", "uniform"):
-        rows = []
-        for h in range(config.hours):
-            row = {}
-            for r in per_seed:
-                _add(row, r[mode]["hourly"][h])
-            row["hour"] = h + 1
-            rows.append(row)
-        staleness[mode] = rows
-        positions = []
-        for p in range(CITATIONS_PER_ANSWER):
-            row = {}
-            for r in per_seed:
-                _add(row, r[mode]["by_position"][p])
-            row["position"] = p + 1
-            positions.append(row)
-        staleness[mode + "_by_position"] = positions
+        staleness[mode] = _sum_rows(per_seed, lambda r: r[mode]["hourly"], "hour",
+                                    range(1, config.hours + 1))
+        staleness[mode + "_by_position"] = _sum_rows(
+            per_seed, lambda r: r[mode]["by_position"], "position",
+            range(1, CITATIONS_PER_ANSWER + 1))
+        expected[mode] = {}
+        for r in per_seed:
+            _add(expected[mode], r[mode]["expected"])
+        expected[mode]["by_position"] = _sum_rows(
+            per_seed, lambda r: r[mode]["expected"]["by_position"], "position",
+            range(1, CITATIONS_PER_ANSWER + 1))
     detection, cost = {}, {}
     for mode in ("zipf", "uniform"):
         detection[mode] = {}
@@ -892,13 +1046,9 @@ def summarize(per_seed, config):
         for r in per_seed:
             _add(detection[mode], r[mode]["detection"])
             _add(cost[mode], r[mode]["cost"])
-    edits = []
-    for i, delay in enumerate(config.delays):
-        row = {}
-        for r in per_seed:
-            _add(row, r["edits"]["edits"][i])
-        row["delay_s"] = delay
-        edits.append(row)
+    edits = _sum_rows(per_seed, lambda r: r["edits"]["edits"], "delay_s", config.delays)
+    expected["edits"] = _sum_rows(per_seed, lambda r: r["edits"]["expected"]["edits"],
+                                  "delay_s", config.delays)
     idempotency = {}
     for r in per_seed:
         _add(idempotency, r["edits"]["idempotency"])
@@ -919,6 +1069,7 @@ def summarize(per_seed, config):
         "cost": cost["zipf"],
         "control": {"detection": detection["uniform"], "cost": cost["uniform"]},
         "edits": edits,
+        "expected": expected,
         "idempotency": idempotency,
         "checks": {"zipf": len(per_seed) * config.hours, "uniform": len(per_seed) * config.hours},
         "check_mismatches": mismatches,
@@ -978,6 +1129,12 @@ def _n(x):
     return "{:,}".format(x)
 
 
+def _count_pct(count, of):
+    """A count (a float for an expectation) with its share: ``368 (61.3%)``, ``351.2 (58.5%)``."""
+    text = _n(count) if isinstance(count, int) else "{:,.1f}".format(count)
+    return "%s (%s)" % (text, _pct(count, of))
+
+
 def render(report, per_seed=False):
     """The report as Markdown tables."""
     out = []
@@ -1008,12 +1165,20 @@ def render(report, per_seed=False):
                "is the question's own article in %s of Zipf answers):\n"
                % _pct(report["workload"]["first_hit_is_target"], report["workload"]["questions"]))
     rows = []
-    for z, u in zip(report["staleness"]["zipf_by_position"],
-                    report["staleness"]["uniform_by_position"]):
-        rows.append([z["position"], _n(z["citations"]),
-                     "%s (%s)" % (_n(z["stale"]), _pct(z["stale"], z["citations"])),
-                     "%s (%s)" % (_n(u["stale"]), _pct(u["stale"], u["citations"]))])
-    out.append(markdown_table(["position", "citations", "zipf stale", "ctrl stale"], rows) + "\n")
+    expected = report["expected"]
+    for z, u, ez, eu in zip(report["staleness"]["zipf_by_position"],
+                            report["staleness"]["uniform_by_position"],
+                            expected["zipf"]["by_position"], expected["uniform"]["by_position"]):
+        rows.append([z["position"], _n(z["citations"]), _count_pct(z["stale"], z["citations"]),
+                     _count_pct(ez["stale"], z["citations"]),
+                     _count_pct(u["stale"], u["citations"]),
+                     _count_pct(eu["stale"], u["citations"])])
+    out.append(markdown_table(["position", "citations", "zipf stale", "zipf expected",
+                               "ctrl stale", "ctrl expected"], rows) + "\n")
+    out.append("Expected: the closed form 1 - (1 - q x)^S summed over the citations, with S the "
+               "day's people's saves, q the cited article's chance of being the one a save "
+               "picks and x the share of the day left after the read; which article each "
+               "answer cited, and when, is the run's.\n")
 
     out.append("## 2. Detection at end of day (Zipf)\n")
     det = report["detection"]
@@ -1051,15 +1216,20 @@ def render(report, per_seed=False):
 
     out.append("## 4. Edits with the citation's version, by delay\n")
     rows = []
-    for e in report["edits"]:
+    for e, x in zip(report["edits"], report["expected"]["edits"]):
         rejected = e["rejected_changed"] + e["rejected_gone"]
         rows.append([_delay_text(e["delay_s"]), _n(e["edits"]), _n(e["accepted_first_try"]),
                      _n(e["rejected_changed"]), _n(e["rejected_gone"]),
-                     _pct(rejected, e["edits"]),
+                     _pct(rejected, e["edits"]), _pct(x["rejected"], e["edits"]),
+                     "%.1f" % x["gone"],
                      "%d of %d" % (e["retries_succeeded"],
                                    e["retries_succeeded"] + e["retries_failed"])])
     out.append(markdown_table(["delay", "edits", "accepted first try", "rejected: changed",
-                       "rejected: gone", "rejected", "retries succeeded"], rows) + "\n")
+                               "rejected: gone", "rejected", "expected rejected",
+                               "expected gone", "retries succeeded"], rows) + "\n")
+    out.append("Expected: rejected for sure when another of the agent's own edits of the "
+               "article lands in between, else with chance 1 - (1 - q w)^S, w the share of the "
+               "saving day between read and edit; gone with 1 - (1 - 0.05 q w)^S.\n")
 
     out.append("## 5. Idempotency\n")
     i = report["idempotency"]
@@ -1069,11 +1239,10 @@ def render(report, per_seed=False):
                         _n(i["new_events_from_replays"])]]) + "\n")
 
     out.append("## 6. The article beside us\n")
-    out.append(markdown_table(["figure", "article", "ours"], comparison_rows(report)) + "\n")
-    out.append("The article's stale counts (369, 167, 152) fit only as *distinct* citations: "
-               "with two citations per answer, answers holding a stale citation can never "
-               "outnumber stale citations, yet the article has 280 answers against 167 citations. "
-               "So we report both counts.\n")
+    out.append(markdown_table(["figure", "article", "ours", "expected (model)"],
+                              comparison_rows(report)) + "\n")
+    out.append("\n".join("%d. %s" % (i + 1, note) for i, note in enumerate(article_notes()))
+               + "\n")
 
     if per_seed:
         out.append("## Per seed\n")
@@ -1082,12 +1251,14 @@ def render(report, per_seed=False):
 
 
 def comparison_rows(report):
-    """The side-by-side of SPEC's figures and ours, as table rows."""
+    """The side-by-side of SPEC's figures, ours and the model's expectation, as table rows."""
     w = report["workload"]
     z, u = report["staleness"]["zipf"][-1], report["staleness"]["uniform"][-1]
+    ez, eu = report["expected"]["zipf"], report["expected"]["uniform"]
+    model = report["expected"]["model"]
     det = report["detection"]
     gt, title = det["ground_truth"], det["title_only"]
-    edits = report["edits"]
+    edits, expected_edits = report["edits"], report["expected"]["edits"]
     total_edits = sum(e["edits"] for e in edits)
     gone = sum(e["rejected_gone"] for e in edits)
     retries = sum(e["retries_succeeded"] for e in edits)
@@ -1098,50 +1269,106 @@ def comparison_rows(report):
     by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]),
                                     _pct(e["rejected_changed"] + e["rejected_gone"], e["edits"]))
                          for e in edits)
+    expected_by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]), _pct(x["rejected"],
+                                                                             e["edits"]))
+                                  for e, x in zip(edits, expected_edits))
     return [
         ["top-10 share of questions / saves", "36.7% / 36.7%",
-         "%.1f%% / %.1f%% (Zipf 0.9 over %d: %.1f%%)" % (
-             100 * w["top10_question_share"], 100 * w["top10_save_share"],
-             report["config"]["articles"], 100 * w["top10_zipf_expected"])],
+         "%.1f%% / %.1f%%" % (100 * w["top10_question_share"], 100 * w["top10_save_share"]),
+         "%.1f%% (Zipf %g over %d)" % (100 * w["top10_zipf_expected"], report["config"]["zipf"],
+                                       report["config"]["articles"])],
         ["stale citations at end of day, Zipf", "369 of 1,200 (30.8%)",
          "%s of %s citations (%s); %s of %s distinct (%s)" % (
              _n(z["stale"]), _n(z["citations"]), _pct(z["stale"], z["citations"]),
-             _n(z["stale_distinct"]), _n(z["distinct"]), _pct(z["stale_distinct"], z["distinct"]))],
-        ["answers with a stale citation, Zipf", "four out of five",
+             _n(z["stale_distinct"]), _n(z["distinct"]), _pct(z["stale_distinct"], z["distinct"])),
+         "%s citations; %s distinct" % (_count_pct(ez["stale"], z["citations"]),
+                                         _count_pct(ez["stale_distinct"], z["distinct"]))],
+        ["answers with a stale citation, Zipf", "four out of five (note 1)",
          "%s of %s (%s)" % (_n(z["answers_with_stale"]), _n(z["answers"]),
-                            _pct(z["answers_with_stale"], z["answers"]))],
-        ["control: stale citations", "167 of 1,200 (13.9%)",
+                            _pct(z["answers_with_stale"], z["answers"])),
+         _count_pct(ez["answers_with_stale"], z["answers"])],
+        ["control: stale citations", "167 of 1,200 (13.9%) (note 2)",
          "%s of %s citations (%s); %s of %s distinct (%s)" % (
              _n(u["stale"]), _n(u["citations"]), _pct(u["stale"], u["citations"]),
-             _n(u["stale_distinct"]), _n(u["distinct"]), _pct(u["stale_distinct"], u["distinct"]))],
-        ["control: answers with a stale citation", "280 of 600 (46.7%)",
+             _n(u["stale_distinct"]), _n(u["distinct"]), _pct(u["stale_distinct"], u["distinct"])),
+         "%s citations; %s distinct; any citation read at a uniform time: %.1f%%" % (
+             _count_pct(eu["stale"], u["citations"]),
+             _count_pct(eu["stale_distinct"], u["distinct"]),
+             100 * model["uniform_saves_any_article"])],
+        ["control: answers with a stale citation", "280 of 600 (46.7%) (note 1)",
          "%s of %s (%s)" % (_n(u["answers_with_stale"]), _n(u["answers"]),
-                            _pct(u["answers_with_stale"], u["answers"]))],
+                            _pct(u["answers_with_stale"], u["answers"])),
+         _count_pct(eu["answers_with_stale"], u["answers"])],
         ["stale found by title only", "152 of 369 (41.2%), all retitles or unpublishes",
          "%s of %s distinct (%s): %d retitled, %d gone, %d content-only, %d false alarms" % (
              _n(title["stale_distinct"]), _n(gt["stale_distinct"]),
              _pct(title["stale_distinct"], gt["stale_distinct"]), title["retitled"],
-             title["gone"], title["content_only"], title["false_stale"])],
+             title["gone"], title["content_only"], title["false_stale"]),
+         "%.1f of %.1f distinct (%s)" % (ez["title_only_distinct"], ez["stale_distinct"],
+                                         _pct(ez["title_only_distinct"], ez["stale_distinct"]))],
         ["re-read and poll found", "exactly the ground truth, at each of 40 checks",
          "%s at each of %d checks (plus %d control checks and every edit); %d mismatches" % (
              "exactly the schedule's truth, as did the database" if not
              report["check_mismatches"] else "NOT the schedule's truth",
-             checks, report["checks"]["uniform"], len(report["check_mismatches"]))],
+             checks, report["checks"]["uniform"], len(report["check_mismatches"])),
+         "the schedule's truth, by construction of a correct store"],
         ["poll cost", "one call per check (< 100 changes an hour)",
-         "%d event pages over %d checks, %s events" % (poll["pages"], checks, _n(poll["events"]))],
+         "%d event pages over %d checks, %s events" % (poll["pages"], checks, _n(poll["events"])),
+         "-"],
         ["edits whose article was unpublished by then", "19 of 600",
-         "%d of %d" % (gone, total_edits)],
+         "%d of %d" % (gone, total_edits),
+         "%.1f" % sum(x["gone"] for x in expected_edits)],
         ["edit with an hour-old citation", "fails nearly 4 in 10; seconds old: fine",
-         "rejected: " + by_delay],
-        ["retries after re-read", "all succeeded", "%d of %d succeeded" % (retries, retries_all)],
+         "rejected: " + by_delay, expected_by_delay],
+        ["retries after re-read", "all succeeded", "%d of %d succeeded" % (retries, retries_all),
+         "all: nothing lands between a re-read and its retry"],
         ["idempotent replays", "409 of 409 marked, no new event",
          "%d of %d marked, %d new events" % (idem["replays_marked"], idem["replays"],
-                                              idem["new_events_from_replays"])],
+                                              idem["new_events_from_replays"]), "-"],
         ["whole run", "25.7 s (M1, Python 3.9.6)",
          "%.2f s (%d processes, Python %s)" % (report["timing"]["seconds"],
                                                 report["timing"]["processes"],
-                                                report["timing"]["python"])],
+                                                report["timing"]["python"]), "-"],
     ]
+
+
+def article_notes():
+    """Where the article's own figures cannot all hold, with the arithmetic (its day's sizes)."""
+    day = Config()
+    q = 1.0 / day.articles
+    control = p_touched_by_end(q, day.saves)
+    needed = saves_for_stale_share(q, ARTICLE["stale_control"] / ARTICLE["citations"])
+    return [
+        "An answer holding a stale citation holds one of its own, so such answers cannot "
+        "outnumber stale citations. The article's %d control answers against %d stale "
+        "citations, and its Zipf \"four out of five\" (%d of %d answers) against %d, are "
+        "impossible if those citations are of the %s handed out; they fit as *distinct* "
+        "citations, so we count both ways."
+        % (ARTICLE["answers_stale_control"], ARTICLE["stale_control"],
+           ARTICLE["answers_stale_zipf"], ARTICLE["answers"], ARTICLE["stale_zipf"],
+           _n(ARTICLE["citations"])),
+        "With saves spread uniformly every article has q = 1/%d, and a citation read at a "
+        "uniform time is stale by evening with chance 1 - (1 - (1-q)^%d) / (%d q) = %.1f%%, "
+        "whichever article it cites. The article's %d of %s (%.1f%%) would need about %d "
+        "saves, not %d."
+        % (day.articles, day.saves + 1, day.saves + 1, 100 * control, ARTICLE["stale_control"],
+           _n(ARTICLE["citations"]), 100.0 * ARTICLE["stale_control"] / ARTICLE["citations"],
+           needed, day.saves),
+    ]
+
+
+def saves_for_stale_share(q, share):
+    """The fewest saves that make a citation read at a uniform time stale with ``share``."""
+    low, high = 0, 1
+    while p_touched_by_end(q, high) < share:
+        high *= 2
+    while low < high:
+        mid = (low + high) // 2
+        if p_touched_by_end(q, mid) < share:
+            low = mid + 1
+        else:
+            high = mid
+    return low
 
 
 def per_seed_table(report):

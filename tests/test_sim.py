@@ -6,6 +6,7 @@ explain the change of counts in the commit message.
 """
 
 import json
+import math
 import random
 import subprocess
 import sys
@@ -51,7 +52,9 @@ def test_default_run_checks_hold_and_tables_print(default_run):
     assert report["check_mismatches"] == []
     assert report["checks"] == {"zipf": 40, "uniform": 40}
     for heading in ("## 1. Staleness by hour", "## 2. Detection", "## 3. Cost",
-                    "## 4. Edits", "## 5. Idempotency", "## 6. The article beside us"):
+                    "## 4. Edits", "## 5. Idempotency", "## 6. The article beside us",
+                    "| figure | article | ours | expected (model) |", "| zipf expected |",
+                    "| expected rejected |", "would need about"):
         assert heading in proc.stdout
     # The report's own invariants, whatever the counts are.
     gt = report["detection"]["ground_truth"]
@@ -72,8 +75,14 @@ def test_default_run_checks_hold_and_tables_print(default_run):
 def test_json_has_the_documented_keys(default_run):
     _, report = default_run
     for key in ("config", "seeds", "workload", "staleness", "detection", "cost", "edits",
-                "idempotency", "checks", "check_mismatches", "timing"):
+                "expected", "idempotency", "checks", "check_mismatches", "timing"):
         assert key in report
+    for mode in ("zipf", "uniform"):
+        assert set(report["expected"][mode]) >= {
+            "by_position", "stale", "stale_distinct", "answers_with_stale",
+            "title_only_distinct", "gone_distinct"}
+    assert [e["delay_s"] for e in report["expected"]["edits"]] == report["config"]["delays"]
+    assert report["detection"]["schedule"] == report["detection"]["ground_truth"]
     assert 0 < report["workload"]["top10_question_share"] < 1
     assert 0 < report["workload"]["top10_save_share"] < 1
     row = report["staleness"]["uniform"][0]
@@ -159,6 +168,114 @@ def test_shuffle_is_a_permutation_and_titles_are_unique():
     assert sorted(sim.shuffled(rng, range(100))) == list(range(100))
     titles, subjects = sim.make_titles(random.Random(9), 3000)
     assert len(set(titles)) == 3000 and len(subjects) == 3000
+
+
+# -- closed-form expectations ------------------------------------------------------------------
+
+
+# A small day, quick enough for 200 seeds in one process, with enough citations, saves and edits
+# per seed that every figure has something to count.
+TINY = sim.Config(articles=40, questions=20, saves=30, hours=2)
+
+
+def mean_and_se(values):
+    n = len(values)
+    mean = sum(values) / n
+    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(variance / n)
+
+
+def figures(r, mode):
+    """(label, measured, expected) of one seed's checked day."""
+    end, expected = r[mode]["hourly"][-1], r[mode]["expected"]
+    rows = [("%s: stale at position %d" % (mode, p + 1), r[mode]["by_position"][p]["stale"],
+             expected["by_position"][p]["stale"]) for p in range(sim.CITATIONS_PER_ANSWER)]
+    title = r[mode]["detection"]["title_only"]
+    return rows + [
+        (mode + ": answers with a stale citation", end["answers_with_stale"],
+         expected["answers_with_stale"]),
+        (mode + ": stale distinct", end["stale_distinct"], expected["stale_distinct"]),
+        (mode + ": title only found", title["stale_distinct"], expected["title_only_distinct"]),
+        (mode + ": gone distinct", r[mode]["detection"]["ground_truth"]["gone"],
+         expected["gone_distinct"]),
+    ]
+
+
+def edit_figures(r):
+    rows = []
+    for row, expected in zip(r["edits"]["edits"], r["edits"]["expected"]["edits"]):
+        rows.append(("edits after %ds: rejected" % row["delay_s"],
+                     row["rejected_changed"] + row["rejected_gone"], expected["rejected"]))
+        rows.append(("edits after %ds: gone" % row["delay_s"], row["rejected_gone"],
+                     expected["gone"]))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def many_seeds():
+    return sim.run(list(range(1, 201)), TINY, processes=1)
+
+
+def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(many_seeds):
+    per_seed = many_seeds["per_seed"]
+    assert many_seeds["check_mismatches"] == []
+    rows = {}
+    for r in per_seed:
+        for label, measured, expected in figures(r, "zipf") + figures(r, "uniform") + \
+                edit_figures(r):
+            rows.setdefault(label, []).append((measured, expected))
+    n = len(per_seed)
+    for label, pairs in rows.items():
+        # Each seed's measured count minus its own expectation has mean 0 under the model.
+        mean, se = mean_and_se([m - e for m, e in pairs])
+        # A mean of n counts moves in steps of 1/n: a figure expected to be nearly 0 (an edit
+        # 10 s after its read finding the article gone) gets that step as slack.
+        assert abs(mean) <= 4 * se + 1.0 / n, (label, mean, se)
+        expected_mean = sum(e for _, e in pairs) / n
+        if label.split(": ")[1].startswith(("stale", "answers")):
+            # The tolerance has teeth: four standard errors are a small part of the figure.
+            assert 4 * se < 0.2 * expected_mean, (label, se, expected_mean)
+
+
+def test_expectations_from_the_parameters_alone_match_the_control(many_seeds):
+    """The control's expectation needs no observation at all: every article has q = 1/N."""
+    q, saves = 1.0 / TINY.articles, TINY.saves
+    # The closed form for a read time uniform over the day, computed here, not by sim.py.
+    closed = 1 - (1 - (1 - q) ** (saves + 1)) / ((saves + 1) * q)
+    assert abs(many_seeds["expected"]["model"]["uniform_saves_any_article"] - closed) < 1e-4
+    diffs = [r["uniform"]["hourly"][-1]["stale"] - closed * r["uniform"]["hourly"][-1]["citations"]
+             for r in many_seeds["per_seed"]]
+    mean, se = mean_and_se(diffs)
+    assert abs(mean) <= 4 * se
+    # The same tolerance rejects the wrong model: Zipf's top citations are not stale at the
+    # uniform rate (popular articles are saved more often).
+    wrong = [r["zipf"]["by_position"][0]["stale"] - closed * r["zipf"]["by_position"][0][
+        "citations"] for r in many_seeds["per_seed"]]
+    mean, se = mean_and_se(wrong)
+    assert mean > 4 * se
+
+
+def test_closed_forms_are_the_model_averaged_over_read_times():
+    saves = 300
+    for q in (1 / 400, 0.01, 0.11):
+        steps = 20000
+        average = sum(sim.p_touched(q, (i + 0.5) / steps, saves) for i in range(steps)) / steps
+        assert abs(sim.p_touched_by_end(q, saves) - average) < 1e-6
+    # One save on an article of chance q within the whole day: q exactly.
+    assert abs(sim.p_touched(0.2, 1.0, 1) - 0.2) < 1e-12
+    assert sim.p_touched_by_end(0.0, saves) == 0.0
+    weights = sim.zipf_weights(400, 0.9)
+    assert abs(sum(weights) - 1) < 1e-12 and round(sum(weights[:10]), 3) == 0.367
+
+
+def test_expectations_do_not_read_what_the_run_measured(monkeypatch):
+    """The expectations see which articles were cited when, never a measured status."""
+    healthy = sim.run([6], TINY, processes=1)
+    plant_saves_that_keep_their_version(monkeypatch)
+    broken = sim.run([6], TINY, processes=1)
+    assert broken["staleness"] != healthy["staleness"]
+    assert broken["expected"]["zipf"] == healthy["expected"]["zipf"]
+    assert broken["expected"]["uniform"] == healthy["expected"]["uniform"]
 
 
 # -- each check strategy on a hand-made timeline -----------------------------------------------
