@@ -57,6 +57,12 @@ SAVE_STEP, QUESTION_STEP, EDIT_STEP, CHECK_STEP = 0, 1, 2, 3
 CITATIONS_PER_ANSWER = 2
 TITLE_LOOKUP_HITS = 2
 
+# The modelling choices the sensitivity table varies; the first of each is the default. Popularity
+# independent of titles is the article's "one ranking of the articles"; a question in its
+# article's title words is the agent's likeliest query.
+POPULARITY = ("independent", "topical")
+QUESTIONS_FROM = ("title", "paraphrase")
+
 # Upper bounds on the command line, so a typo cannot ask for a day that never ends.
 MAX_ARTICLES, MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 1000000, 24 * 7
 
@@ -144,6 +150,8 @@ class Config:
     hours: int = 8
     zipf: float = 0.9
     delays: tuple = DEFAULT_DELAYS
+    popularity: str = "independent"
+    questions_from: str = "title"
 
 
 @dataclass
@@ -296,12 +304,31 @@ def make_body(rng, action, subject):
     return "\n\n".join(paragraphs)
 
 
+def topical_ranking(ranking, subjects):
+    """The ranking with each subject's articles moved onto consecutive ranks.
+
+    Subjects take the order of their best-ranked article and keep their articles' order, so
+    no randomness is drawn: a seed's questions and saves are the same draws either way, and
+    the top ranks keep their Zipf share.
+    """
+    order, members = [], {}
+    for article in ranking:
+        subject = subjects[article][1]
+        if subject not in members:
+            members[subject] = []
+            order.append(subject)
+        members[subject].append(article)
+    return [article for subject in order for article in members[subject]]
+
+
 def draw_plan(seed, config):
     """Draw one seed's whole day: corpus, ranking, questions and saves, in a fixed order."""
     rng = random.Random(seed)
     titles, subjects = make_titles(rng, config.articles)
     bodies = [make_body(rng, a, s) for a, s in subjects]
     ranking = shuffled(rng, range(config.articles))
+    if config.popularity == "topical":
+        ranking = topical_ranking(ranking, subjects)
     cumulative = zipf_cumulative(config.articles, config.zipf)
     day_us = config.hours * HOUR_US
     questions = []
@@ -689,6 +716,7 @@ class DayRun:
         self.oracle = Oracle(plan.titles, self.changes)
         self.article_ids = []
         self.index_of = {}
+        self.actions = [action for action, _ in plan.subjects]  # each title's action now
         self.reads = []  # per citation: (article index, step of the read)
         self.own_edits = {}  # article index -> steps of the agent's edits of it, in day order
         self.edit_log = []  # per edit: (delay, article index, step of the read, step of the edit)
@@ -756,6 +784,7 @@ class DayRun:
         """
         article_id = self.article_ids[change.article]
         save = change.save
+        self.actions[change.article] = change.action
         if save.kind == "unpublish":
             self.store.unpublish(KB_ID, article_id)
             return
@@ -769,12 +798,16 @@ class DayRun:
         self.store.save_article(KB_ID, article_id, content="\n\n".join(paragraphs), title=title)
 
     def _question(self, arg):
-        """The agent answers a question made of its target article's current title words."""
+        """The agent answers a question made of its target article's current title words (or,
+        paraphrased, of its action and subject only)."""
         i, question = arg
         target_id = self.article_ids[question.target]
-        target = self.store.get_article(KB_ID, target_id)
+        if self.config.questions_from == "paraphrase":
+            query = "%s %s" % (self.actions[question.target], self.plan.subjects[question.target][1])
+        else:
+            query = self.store.get_article(KB_ID, target_id)["title"]
         first = len(self.agent.citations)
-        cited = self.agent.answers[self.agent.answer(target["title"].lower())]
+        cited = self.agent.answers[self.agent.answer(query.lower())]
         step = (question.t_us, QUESTION_STEP, i)
         for citation in self.agent.citations[first:]:
             self.reads.append((self.index_of[citation.article_id], step))
@@ -1140,9 +1173,14 @@ def render(report, per_seed=False):
     out = []
     seeds = report["seeds"]
     cfg = report["config"]
-    out.append("# Simulated support day, seeds %s, summed\n" % _seed_text(seeds))
-    out.append("%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g."
-               "\n" % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"]))
+    out.append("# Simulated support day, seeds %s, summed\n" % seed_text(seeds))
+    out.append("%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g "
+               "over a ranking %s; questions from %s.\n"
+               % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"],
+                  "independent of titles" if cfg["popularity"] == "independent"
+                  else "that keeps each subject's articles together",
+                  "titles" if cfg["questions_from"] == "title"
+                  else "action and subject words only"))
 
     out.append("## 1. Staleness by hour (Zipf saves | uniform control)\n")
     rows = []
@@ -1417,7 +1455,8 @@ def _delay_text(seconds):
     return "%ds" % seconds
 
 
-def _seed_text(seeds):
+def seed_text(seeds):
+    """Seeds as the command line takes them: ``1-5`` for a run of them, else ``1,3,7``."""
     if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
         return "%d-%d" % (seeds[0], seeds[-1])
     return ",".join(str(s) for s in seeds)
@@ -1489,6 +1528,12 @@ def _parser():
                    help="Zipf exponent s (0 = uniform popularity)")
     p.add_argument("--delays", type=parse_delays, default=d.delays,
                    help="edit delays, e.g. 10s,10m,1h,4h")
+    p.add_argument("--popularity", choices=POPULARITY, default=d.popularity,
+                   help="the popularity ranking: independent of titles, or topical (a subject's "
+                        "articles on consecutive ranks)")
+    p.add_argument("--questions-from", choices=QUESTIONS_FROM, default=d.questions_from,
+                   help="a question's words: its article's title, or a paraphrase (action and "
+                        "subject only)")
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     p.add_argument("--db-dir", metavar="DIR", help="keep each run's SQLite file in DIR")
     p.add_argument("--per-seed", action="store_true", help="add a column per seed")
@@ -1501,7 +1546,8 @@ def main(argv=None):
     """Run the simulation, print the tables, and exit non-zero if a check failed."""
     parser = _parser()
     args = parser.parse_args(argv)
-    config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays)
+    config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays,
+                    args.popularity, args.questions_from)
     if args.db_dir:
         os.makedirs(args.db_dir, exist_ok=True)
     report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes)

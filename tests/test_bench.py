@@ -52,6 +52,17 @@ def test_only_runs_the_named_benchmark():
     assert "| 20 / 6 / 15 |" in stdout
 
 
+def test_sensitivity_prints_every_combination_and_the_article():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "sensitivity.py"), "--seeds",
+                           "2"], capture_output=True, timeout=300, cwd=str(ROOT))
+    stdout = done.stdout.decode("utf-8")
+    assert done.returncode == 0, done.stderr.decode("utf-8")
+    assert "`python bench/sensitivity.py --seeds 2`" in stdout
+    for row in ("| independent | title |", "| independent | paraphrase |", "| topical | title |",
+                "| topical | paraphrase |", "| the article |"):
+        assert row in stdout
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--only", "speed"], "--only"),
     (["--sizes", "10,x"], "--sizes"),

@@ -278,6 +278,37 @@ def test_expectations_do_not_read_what_the_run_measured(monkeypatch):
     assert broken["expected"]["uniform"] == healthy["expected"]["uniform"]
 
 
+def test_topical_popularity_moves_only_the_ranking():
+    independent = sim.draw_plan(3, sim.Config())
+    topical = sim.draw_plan(3, sim.Config(popularity="topical"))
+    assert topical.titles == independent.titles
+    assert [(q.t_us, independent.ranking.index(q.target)) for q in independent.questions] == \
+        [(q.t_us, topical.ranking.index(q.target)) for q in topical.questions]
+    assert sorted(topical.ranking) == list(range(400)) and topical.ranking != independent.ranking
+    subjects = [topical.subjects[a][1] for a in topical.ranking]
+    runs = [s for i, s in enumerate(subjects) if i == 0 or subjects[i - 1] != s]
+    assert len(runs) == len(set(subjects))  # each subject's articles on consecutive ranks
+
+
+def test_paraphrased_questions_are_action_and_subject_only(monkeypatch):
+    asked = []
+    answer = sim.Agent.answer
+
+    def recording(self, question_text):
+        asked.append(question_text)
+        return answer(self, question_text)
+
+    monkeypatch.setattr(sim.Agent, "answer", recording)
+    config = sim.Config(articles=60, questions=24, saves=60, hours=4, questions_from="paraphrase")
+    plan = sim.draw_plan(5, config)
+    sim.DayRun(plan, config).run()
+    actions = {a.lower() for a in sim.ACTIONS}
+    for question, text in zip(plan.questions, asked):
+        subject = plan.subjects[question.target][1].lower()
+        assert text.endswith(" " + subject) and text[:-len(subject) - 1] in actions
+    assert len(asked) == config.questions
+
+
 # -- each check strategy on a hand-made timeline -----------------------------------------------
 
 
