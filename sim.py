@@ -27,6 +27,7 @@ import os
 import random
 import re
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
@@ -63,8 +64,9 @@ TITLE_LOOKUP_HITS = 2
 POPULARITY = ("independent", "topical")
 QUESTIONS_FROM = ("title", "paraphrase")
 
-# Upper bounds on the command line, so a typo cannot ask for a day that never ends.
-MAX_ARTICLES, MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 1000000, 24 * 7
+# Upper bounds on the command line, so a typo cannot ask for a day that never ends. Articles
+# are bounded below by the distinct titles the vocabulary makes (MAX_ARTICLES, further down).
+MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 24 * 7
 
 # The article's own figures (five seeds summed), for the arithmetic beside the side-by-side;
 # "four out of five" answers of 600 is 480.
@@ -138,6 +140,9 @@ CLOSERS = (
     "Large organisations may need a few minutes until it shows.",
     "The related guides below give the steps elsewhere.",
 )
+# Every distinct title: action + subject + audience, bare or with one of the surfaces. Drawing
+# that many at random takes a few seconds; one more could never be drawn.
+MAX_ARTICLES = len(ACTIONS) * len(SUBJECTS) * len(AUDIENCES) * (1 + len(SURFACES))
 
 
 @dataclass(frozen=True)
@@ -1500,17 +1505,42 @@ def parse_delays(text):
     return tuple(delays)
 
 
-def _bounded(name, low, high, kind=int):
+def _bounded(name, low, high, kind=int, why=""):
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError("%s takes a number, got %r" % (name, text)) from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError("%s must be from %s to %s, got %s"
-                                             % (name, low, high, text))
+            raise argparse.ArgumentTypeError("%s must be from %s to %s%s, got %s"
+                                             % (name, low, high, why, text))
         return value
     return parse
+
+
+def file_error(path):
+    """Why ``path`` cannot be written, or ``None``: tried (and undone) before a long run."""
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return "cannot write %s: %s" % (path, exc.strerror or exc)
+    if not existed:
+        os.remove(path)
+    return None
+
+
+def directory_error(path):
+    """Why databases cannot be kept in directory ``path`` (made if missing), or ``None``."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix="sim-probe-", suffix=".db", dir=path)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        return "cannot keep databases in %s: %s" % (path, exc.strerror or exc)
+    return None
 
 
 def _parser():
@@ -1518,8 +1548,10 @@ def _parser():
     d = Config()
     p.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"),
                    help="N, A-B or a comma list (default 1-5)")
-    p.add_argument("--articles", type=_bounded("--articles", 2, MAX_ARTICLES),
-                   default=d.articles)
+    p.add_argument("--articles", type=_bounded(
+        "--articles", 2, MAX_ARTICLES, why=" (the distinct titles of %d actions x %d subjects x "
+        "%d audiences x %d surfaces or none)" % (len(ACTIONS), len(SUBJECTS), len(AUDIENCES),
+                                                  len(SURFACES))), default=d.articles)
     p.add_argument("--questions", type=_bounded("--questions", 1, MAX_QUESTIONS),
                    default=d.questions)
     p.add_argument("--saves", type=_bounded("--saves", 0, MAX_SAVES), default=d.saves)
@@ -1548,14 +1580,28 @@ def main(argv=None):
     args = parser.parse_args(argv)
     config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays,
                     args.popularity, args.questions_from)
-    if args.db_dir:
-        os.makedirs(args.db_dir, exist_ok=True)
+    for name, value, error in (("--json", args.json, file_error),
+                               ("--db-dir", args.db_dir, directory_error)):
+        problem = value and error(value)
+        if problem:
+            parser.error("%s: %s" % (name, problem))
     report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes)
-    print(render(report, per_seed=args.per_seed))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=1, sort_keys=True)
-            fh.write("\n")
+        try:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=1, sort_keys=True)
+                fh.write("\n")
+        except OSError as exc:
+            print("sim.py: --json: cannot write %s: %s" % (args.json, exc.strerror or exc),
+                  file=sys.stderr)
+            return 1
+    try:
+        print(render(report, per_seed=args.per_seed))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (``sim.py | head``): say nothing more to it, and let the interpreter's
+        # last flush go nowhere instead of raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if report["check_mismatches"]:
         failed = report["check_mismatches"]
         for line in failed[:20]:

@@ -110,6 +110,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.processes is not None and args.processes < 1:
         p.error("--processes must be at least 1, got %d" % args.processes)
+    problem = args.json and sim.file_error(args.json)
+    if problem:
+        p.error("--json: %s" % problem)
     result = run(args.seeds, args.processes)
     print("`python bench/sensitivity.py --seeds %s`: the Zipf day unless named, seeds summed.\n"
           % sim.seed_text(args.seeds))

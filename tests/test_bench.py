@@ -63,6 +63,14 @@ def test_sensitivity_prints_every_combination_and_the_article():
         assert row in stdout
 
 
+def test_sensitivity_refuses_an_unwritable_json_before_running(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "sensitivity.py"), "--json",
+                           str(tmp_path / "missing" / "s.json")], capture_output=True,
+                          timeout=60, cwd=str(ROOT))
+    assert done.returncode == 2 and b"--json: cannot write" in done.stderr
+    assert done.stdout == b""
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--only", "speed"], "--only"),
     (["--sizes", "10,x"], "--sizes"),

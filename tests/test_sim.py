@@ -546,6 +546,47 @@ def test_bad_arguments_get_a_clear_error(argv, needle, capsys):
     assert needle in capsys.readouterr().err
 
 
+def test_unusable_paths_are_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    def no_run(*args, **kwargs):
+        raise AssertionError("the day ran before its arguments were checked")
+
+    monkeypatch.setattr(sim, "run", no_run)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x", encoding="utf-8")
+    for argv, needle in (
+            (["--json", str(tmp_path / "missing" / "out.json")], "--json: cannot write"),
+            (["--json", str(tmp_path)], "--json: cannot write"),
+            (["--db-dir", str(a_file / "dbs")], "--db-dir: cannot keep databases in"),
+            (["--articles", str(sim.MAX_ARTICLES + 1)], "to %d (the distinct titles"
+             % sim.MAX_ARTICLES)):
+        with pytest.raises(SystemExit) as exc:
+            sim.main(argv)
+        assert exc.value.code == 2
+        assert needle in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no probe left behind
+
+
+def test_every_title_of_the_vocabulary_can_be_drawn(monkeypatch):
+    monkeypatch.setattr(sim, "ACTIONS", ("Reset", "Sync"))
+    monkeypatch.setattr(sim, "SUBJECTS", ("invoices",))
+    monkeypatch.setattr(sim, "AUDIENCES", ("for admins", "on iOS"))
+    monkeypatch.setattr(sim, "SURFACES", ("in Settings",))
+    titles, _ = sim.make_titles(random.Random(3), 8)
+    assert len(set(titles)) == 8
+
+
+def test_a_closed_stdout_ends_quietly():
+    proc = subprocess.Popen(
+        [sys.executable, "sim.py", "--seeds", "1", "--articles", "60", "--questions", "24",
+         "--saves", "60", "--hours", "4", "--per-seed", "--processes", "1"],
+        cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first table is printed
+    err = proc.stderr.read().decode("utf-8")
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err
+
+
 def test_argument_forms():
     assert sim.parse_seeds("1-5") == [1, 2, 3, 4, 5]
     assert sim.parse_seeds("1,3,7") == [1, 3, 7]
