@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import random
 import re
+import sqlite3
 import sys
 import tempfile
 import time
@@ -200,6 +201,16 @@ class Change:
     save: Save
     title: str
     action: str
+
+
+@dataclass
+class Start:
+    """A seed's day before it starts: its plan, and its database image with the articles' IDs
+    (``None`` where each run builds its own)."""
+
+    plan: Plan
+    image: object
+    article_ids: list
 
 
 @dataclass
@@ -709,17 +720,22 @@ def _status(citation, article):
 class DayRun:
     """One seed's day on one store: people's saves, the agent's answers, checks or edits."""
 
-    def __init__(self, plan, config, *, uniform=False, checks=True, edits=False, db_path=None):
+    def __init__(self, plan, config, *, uniform=False, checks=True, edits=False, db_path=None,
+                 start=None):
         self.plan, self.config = plan, config
         self.uniform, self.checks, self.edits = uniform, checks, edits
         self.clock = SimClock()
+        self.article_ids = []
         if db_path is not None and os.path.exists(db_path):
             os.remove(db_path)
-        self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock)
+        if start is not None and start.image is not None and db_path is None:
+            self.store = _store_from_image(start.image, self.clock)
+            self.article_ids = list(start.article_ids)
+        else:
+            self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock)
         self.agent = Agent(self.store)
         self.changes = people_saves(plan, uniform)
         self.oracle = Oracle(plan.titles, self.changes)
-        self.article_ids = []
         self.index_of = {}
         self.actions = [action for action, _ in plan.subjects]  # each title's action now
         self.reads = []  # per citation: (article index, step of the read)
@@ -736,9 +752,8 @@ class DayRun:
 
     def run(self):
         """Play the day in time order; returns this run's results."""
-        self.store.create_knowledge_base(KB_ID, "Support")
-        self.article_ids = self.store.create_articles(
-            KB_ID, list(zip(self.plan.titles, self.plan.bodies)))
+        if not self.article_ids:
+            self.article_ids = fill_store(self.store, self.plan)
         self.index_of = {article_id: i for i, article_id in enumerate(self.article_ids)}
         self.clock.t_us = 0
         steps = []
@@ -1001,6 +1016,26 @@ def _edit_row(delay):
             "skipped_no_citation": 0}
 
 
+# -- the one place sim.py reaches inside the store ---------------------------------------------
+#
+# KBStore has no public way to copy its database, and copying a seed's start of day is cheaper
+# than building it three times. If the store's internals change, these two functions are what
+# to adapt, or to drop: prepare() without an image (the plain build) is always correct.
+
+
+def _database_image(store):
+    """The store's whole database as bytes, or ``None`` where it cannot be had."""
+    connection = getattr(store, "_conn", None)
+    return connection.serialize() if hasattr(connection, "serialize") else None
+
+
+def _store_from_image(image, clock):
+    """A new in-memory store holding a copy of the database ``image``."""
+    store = kb_store.KBStore(":memory:", clock=clock)
+    store._conn.deserialize(image)
+    return store
+
+
 # -- one seed, many seeds ----------------------------------------------------------------------
 
 
@@ -1008,12 +1043,41 @@ def _edit_row(delay):
 PARTS = ("zipf", "uniform", "edits")
 
 
-def run_part(seed, config, part, db_dir=None):
-    """One run of one seed's day: Zipf with checks, the uniform control, or the edit experiment."""
+def fill_store(store, plan):
+    """The knowledge base at the start of the day: every article published; returns their IDs."""
+    store.create_knowledge_base(KB_ID, "Support")
+    return store.create_articles(KB_ID, list(zip(plan.titles, plan.bodies)))
+
+
+def prepare(seed, config, image=True):
+    """One seed's plan, drawn once for its three runs, and its start-of-day database image.
+
+    The image (where sqlite3 can serialize, Python 3.11 on) spares each run the build of the
+    articles and their index; without it each run builds its own, with the same result.
+    """
     plan = draw_plan(seed, config)
+    if not image or not hasattr(sqlite3.Connection, "serialize"):
+        return Start(plan, None, None)
+    store = kb_store.KBStore(":memory:", clock=SimClock())
+    try:
+        article_ids = fill_store(store, plan)
+        return Start(plan, _database_image(store), article_ids)
+    finally:
+        store.close()
+
+
+def run_part(seed, config, part, db_dir=None, start=None):
+    """One run of one seed's day: Zipf with checks, the uniform control, or the edit experiment.
+
+    ``start`` is the seed's ``prepare()``d plan and image, shared by its three runs; without
+    it the run draws its own.
+    """
+    if start is None:
+        start = prepare(seed, config, image=False)
+    plan = start.plan
     db_path = None if db_dir is None else os.path.join(db_dir, "seed%d-%s.db" % (seed, part))
     result = DayRun(plan, config, uniform=(part == "uniform"), checks=(part != "edits"),
-                    edits=(part == "edits"), db_path=db_path).run()
+                    edits=(part == "edits"), db_path=db_path, start=start).run()
     if part == "zipf":
         top = set(plan.ranking[:10])
         result["workload"] = {
@@ -1030,10 +1094,6 @@ def run_part(seed, config, part, db_dir=None):
 
 def _seed_result(seed, parts):
     return dict(seed=seed, workload=parts["zipf"].pop("workload"), **parts)
-
-
-def _run_part_args(args):
-    return run_part(*args)
 
 
 def _add(into, row):
@@ -1123,16 +1183,21 @@ def run(seeds, config, *, db_dir=None, processes=None):
     """Run every seed (across processes when there are several) and summarise."""
     started = time.perf_counter()
     # Longest runs first, so the short edit runs fill the gaps at the end.
-    jobs = [(seed, config, part, db_dir) for part in PARTS for seed in seeds]
+    jobs = [(seed, part) for part in PARTS for seed in seeds]
     if processes is None:
         processes = min(len(jobs), os.cpu_count() or 1)
+    # Each seed's plan (and image) is made once, then shared by its three runs.
+    preparing = [(seed, config, db_dir is None) for seed in seeds]
     if processes > 1:
         with multiprocessing.get_context(_start_method()).Pool(processes) as pool:
-            results = pool.map(_run_part_args, jobs, chunksize=1)
+            starts = dict(zip(seeds, pool.starmap(prepare, preparing, chunksize=1)))
+            results = pool.starmap(run_part, [(seed, config, part, db_dir, starts[seed])
+                                              for seed, part in jobs], chunksize=1)
     else:
-        results = [_run_part_args(job) for job in jobs]
+        starts = {seed: prepare(*args) for seed, args in zip(seeds, preparing)}
+        results = [run_part(seed, config, part, db_dir, starts[seed]) for seed, part in jobs]
     by_seed = {seed: {} for seed in seeds}
-    for (seed, _, part, _), result in zip(jobs, results):
+    for (seed, part), result in zip(jobs, results):
         by_seed[seed][part] = result
     per_seed = [_seed_result(seed, by_seed[seed]) for seed in seeds]
     report = summarize(per_seed, config)

@@ -8,6 +8,7 @@ explain the change of counts in the commit message.
 import json
 import math
 import random
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,14 @@ def test_same_counts_in_one_process_and_in_two():
     one = sim.run([3, 4], SMALL, processes=1)
     two = sim.run([3, 4], SMALL, processes=2)
     assert without_timing(one) == without_timing(two)
+
+
+def test_a_copied_start_of_day_runs_as_a_built_one():
+    start = sim.prepare(2, SMALL)
+    if hasattr(sqlite3.Connection, "serialize"):  # Python 3.11 on: the image is used
+        assert start.image and len(start.article_ids) == SMALL.articles
+    for part in sim.PARTS:
+        assert sim.run_part(2, SMALL, part, start=start) == sim.run_part(2, SMALL, part)
 
 
 def test_plan_draws_only_through_random(monkeypatch):
