@@ -65,8 +65,8 @@ TITLE_LOOKUP_HITS = 2
 POPULARITY = ("independent", "topical")
 QUESTIONS_FROM = ("title", "paraphrase")
 
-# Upper bounds on the command line, so a typo cannot ask for a day that never ends. Articles
-# are bounded below by the distinct titles the vocabulary makes (MAX_ARTICLES, further down).
+# Upper bounds on the command line, so a typo cannot ask for a day that never ends. The bound on
+# articles, the distinct titles the vocabulary makes, is MAX_ARTICLES below the vocabulary.
 MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 24 * 7
 
 # The article's own figures (five seeds summed), for the arithmetic beside the side-by-side;
@@ -194,7 +194,7 @@ class Plan:
 
 @dataclass(frozen=True)
 class Change:
-    """One person's save as the day's schedule has it: its place, its article, the title after it."""
+    """One person's save as the schedule has it: its place, its article, the title it leaves."""
 
     step: tuple
     article: int
@@ -447,7 +447,7 @@ class Oracle:
         return retitles[i - 1][1] if i else self.titles[article]
 
     def status(self, article, read, now):
-        """``(status, cause)`` at step ``now`` of a citation of ``article`` read at step ``read``."""
+        """``(status, cause)`` at step ``now`` of a citation of ``article`` read at ``read``."""
         if any_between(self.withdrawn.get(article, ()), read, now):
             return "gone", "gone"
         if not any_between(self.steps.get(article, ()), read, now):
@@ -477,6 +477,11 @@ class Oracle:
 # functions never see a measured count.
 
 
+def _round(x):
+    # Four decimals keep the JSON identical across platforms whose pow() differs in the last bit.
+    return round(x, 4)
+
+
 def zipf_weights(n, s):
     """The Zipf probabilities ``1/r**s`` (normalised) of ranks 1..n."""
     weights = [1.0 / rank ** s for rank in range(1, n + 1)]
@@ -501,7 +506,7 @@ def p_touched(q, x, saves):
 
 
 def p_touched_by_end(q, saves):
-    """``p_touched`` from a uniform read time to the day's end: 1 - (1 - (1-q)^(S+1)) / ((S+1) q)."""
+    """``p_touched`` from a uniform read time to the end: 1 - (1 - (1-q)^(S+1)) / ((S+1) q)."""
     if q <= 0.0:
         return 0.0
     n = saves + 1
@@ -578,11 +583,6 @@ def model_expectations(config):
         "zipf_saves_article_of_independent_popularity": _round(
             sum(p_touched_by_end(w, config.saves) for w in weights) / config.articles),
     }
-
-
-def _round(x):
-    # Four decimals keep the JSON identical across platforms whose pow() differs in the last bit.
-    return round(x, 4)
 
 
 # -- the agent ---------------------------------------------------------------------------------
@@ -823,7 +823,8 @@ class DayRun:
         i, question = arg
         target_id = self.article_ids[question.target]
         if self.config.questions_from == "paraphrase":
-            query = "%s %s" % (self.actions[question.target], self.plan.subjects[question.target][1])
+            query = "%s %s" % (self.actions[question.target],
+                               self.plan.subjects[question.target][1])
         else:
             query = self.store.get_article(KB_ID, target_id)["title"]
         first = len(self.agent.citations)
@@ -954,7 +955,7 @@ class DayRun:
         return status, cause
 
     def _compare(self, hour, schedule, schedule_cause, sources):
-        """Record every citation whose status (or cause) a source gives otherwise than the schedule."""
+        """Record each citation whose status (or cause) a source gives unlike the schedule."""
         seen = set()
         for i, citation in enumerate(self.agent.citations):
             for name, found, found_cause in sources:
@@ -966,9 +967,8 @@ class DayRun:
                 if (key, name) in seen:
                     continue
                 seen.add((key, name))
-                if got != schedule[i]:
-                    want, got = schedule[i], got
-                else:
+                want = schedule[i]
+                if got == want:  # the same status, another cause
                     want, got = schedule_cause[i], found_cause[key]
                 self.mismatches.append(
                     "seed %d, hour %d, %s: citation %s is %s by the schedule, %s by %s"
@@ -1108,7 +1108,7 @@ def _add(into, row):
 
 
 def _sum_rows(per_seed, rows_of, key, labels):
-    """Row i of every seed's list ``rows_of(seed result)`` summed, and labelled ``key: labels[i]``."""
+    """Row i of every seed's list ``rows_of(seed result)`` summed, labelled ``key: labels[i]``."""
     out = []
     for i, label in enumerate(labels):
         row = {}

@@ -1,4 +1,5 @@
-"""Wall and CPU time of the simulation's default run, ``python sim.py --seeds 1-5``, beside the article's.
+"""Wall and CPU time of the simulation's default run, ``python sim.py --seeds 1-5``, beside the
+article's.
 
 Each timed run is a fresh interpreter, as a person types it: start-up, imports, the worker pool
 and the printed tables are all inside the time. CPU time is the run's whole process tree (the
@@ -55,7 +56,7 @@ def sqlite_share(sim_args=DEFAULT_ARGS):
 
 
 def run(repeats=5, sim_args=DEFAULT_ARGS):
-    """Run sim.py ``repeats`` times; returns the wall and CPU times, their medians, SQLite's share."""
+    """Run sim.py ``repeats`` times; returns wall and CPU times, their medians, SQLite's share."""
     if repeats < 1:
         raise ValueError("sim repeats must be at least 1, got %d" % repeats)
     command = [sys.executable, str(common.ROOT / "sim.py")] + list(sim_args)
