@@ -10,7 +10,10 @@ what it cited. The database's rows, re-read and poll must all agree with it at e
 and every edit must get the verdict the schedule implies, or the run fails. A control day
 spreads the same saves uniformly; an edit experiment sends each answer's first citation back
 as ``expected_version`` after a delay, and replays every successful edit. A save to a withdrawn
-article keeps it withdrawn: nobody publishes during the day.
+article keeps it withdrawn: nobody publishes during the day. Beside each headline figure the
+report prints its closed-form expectation, from the model's parameters and what the agent
+cited when; ``--popularity`` and ``--questions-from`` vary two modelling choices (see
+docs/simulation.md and ``bench/sensitivity.py``).
 
     python sim.py --seeds 1-5             # the article's run: tables on stdout
     python sim.py --seeds 1-5 --json out.json --per-seed
@@ -1416,7 +1419,7 @@ def comparison_rows(report):
                                          _pct(ez["title_only_distinct"], ez["stale_distinct"]))],
         ["re-read and poll found", "exactly the ground truth, at each of 40 checks",
          "%s at each of %d checks (plus %d control checks and every edit); %d mismatches" % (
-             "exactly the schedule's truth, as did the database" if not
+             "exactly the schedule's truth (so did the database's rows)" if not
              report["check_mismatches"] else "NOT the schedule's truth",
              checks, report["checks"]["uniform"], len(report["check_mismatches"])),
          "the schedule's truth, by construction of a correct store"],

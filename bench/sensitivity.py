@@ -23,7 +23,7 @@ DEFAULT_SEEDS = "1-20"
 # The article's figures, as shares: 369 of 1,200 stale citations, "four out of five"
 # answers, 369 against the control's 167, 152 of 369 by title only, "nearly 4 in 10" at 1 h,
 # 19 of 600 edits finding the article gone.
-ARTICLE_ROW = ["the article", "", "-", "-", "-", "30.8%", "80%", "2.21", "41.2%", "~40%",
+ARTICLE_ROW = ["the article", "-", "-", "-", "-", "30.8%", "80%", "2.21", "41.2%", "~40%",
                "3.2%"]
 
 HEADER = ["popularity", "questions from", "top hit is the question's own article",
