@@ -1340,7 +1340,8 @@ def render(report, per_seed=False):
                                "expected gone", "retries succeeded"], rows) + "\n")
     out.append("Expected: rejected for sure when another of the agent's own edits of the "
                "article lands in between, else with chance 1 - (1 - q w)^S, w the share of the "
-               "saving day between read and edit; gone with 1 - (1 - 0.05 q w)^S.\n")
+               "saving day between read and edit; gone with 1 - (1 - %g q w)^S.\n"
+               % UNPUBLISH_SHARE)
 
     out.append("## 5. Idempotency\n")
     i = report["idempotency"]
@@ -1654,15 +1655,17 @@ def main(argv=None):
         if problem:
             parser.error("%s: %s" % (name, problem))
     report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes)
+    status = 1 if report["check_mismatches"] else 0
     if args.json:
+        # Written before the tables, so a reader that leaves early loses none of it.
         try:
             with open(args.json, "w", encoding="utf-8") as fh:
                 json.dump(report, fh, indent=1, sort_keys=True)
                 fh.write("\n")
-        except OSError as exc:
+        except OSError as exc:  # checked before the run, yet the disk can still fill up
             print("sim.py: --json: cannot write %s: %s" % (args.json, exc.strerror or exc),
                   file=sys.stderr)
-            return 1
+            status = 1
     try:
         print(render(report, per_seed=args.per_seed))
         sys.stdout.flush()
@@ -1670,14 +1673,12 @@ def main(argv=None):
         # The reader left (``sim.py | head``): say nothing more to it, and let the interpreter's
         # last flush go nowhere instead of raising again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if report["check_mismatches"]:
-        failed = report["check_mismatches"]
-        for line in failed[:20]:
-            print("sim.py: check failed: %s" % line, file=sys.stderr)
-        if len(failed) > 20:
-            print("sim.py: ... and %d more failed checks" % (len(failed) - 20), file=sys.stderr)
-        return 1
-    return 0
+    failed = report["check_mismatches"]
+    for line in failed[:20]:
+        print("sim.py: check failed: %s" % line, file=sys.stderr)
+    if len(failed) > 20:
+        print("sim.py: ... and %d more failed checks" % (len(failed) - 20), file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":
