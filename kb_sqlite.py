@@ -379,6 +379,14 @@ class SQLiteEngine(Engine):
         """Every table's rows (tests compare dumps before and after)."""
         return dump(self._conn)
 
+    def image(self):
+        """The whole database as bytes, where sqlite3 can serialize (Python 3.11 on); or None."""
+        return self._conn.serialize() if hasattr(self._conn, "serialize") else None
+
+    def load_image(self, data):
+        """Replace this in-memory database by a copy of ``image()`` bytes."""
+        self._conn.deserialize(data)
+
 
 def dump(conn):
     """The schema and every row of every stored table of a connection, as comparable text.

@@ -333,6 +333,17 @@ class KBStore:
             store._db.close()
         return found, SCHEMA_VERSION
 
+    def image(self):
+        """A copy of an in-memory SQLite store as bytes, or None where that cannot be had."""
+        return self._db.image() if self._db.name == "sqlite" and self._db.memory else None
+
+    @classmethod
+    def from_image(cls, image, *, clock=None):
+        """A new in-memory store holding a copy of ``image()`` bytes."""
+        store = cls(":memory:", clock=clock)
+        store._db.load_image(image)
+        return store
+
     # -- connection ----------------------------------------------------------------------------
 
     def close(self):

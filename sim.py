@@ -4,10 +4,16 @@ For each seed: 400 articles, 120 questions and 300 people's saves over 8 hours, 
 Zipf (s = 0.9) over one ranking for both questions and saves. A scripted agent answers each
 question through the four tools (search, read the top two hits, keep both citations) and, every
 hour, checks all citations given so far three ways: by title only, by re-reading every cited
-article, and by polling the event log and re-reading only what changed. The database itself is
-the ground truth; re-read and poll must agree with it exactly at every check, or the run fails.
-A control day spreads the same saves uniformly; an edit experiment sends each answer's first
-citation back as ``expected_version`` after a delay, and replays every successful edit.
+article, and by polling the event log and re-reading only what changed. The truth comes from
+an oracle that never calls the store: the plan's schedule of saves and the times the agent read
+what it cited. The database's rows, re-read and poll must all agree with it at every check,
+and every edit must get the verdict the schedule implies, or the run fails. A control day
+spreads the same saves uniformly; an edit experiment sends each answer's first citation back
+as ``expected_version`` after a delay, and replays every successful edit. A save to a withdrawn
+article keeps it withdrawn: nobody publishes during the day. Beside each headline figure the
+report prints its closed-form expectation, from the model's parameters and what the agent
+cited when; ``--popularity`` and ``--questions-from`` vary two modelling choices (see
+docs/simulation.md and ``bench/sensitivity.py``).
 
     python sim.py --seeds 1-5             # the article's run: tables on stdout
     python sim.py --seeds 1-5 --json out.json --per-seed
@@ -17,12 +23,15 @@ All randomness comes from one ``random.Random(seed)`` per seed, drawn only throu
 """
 
 import argparse
+import bisect
 import json
 import multiprocessing
 import os
 import random
 import re
+import sqlite3
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
@@ -36,9 +45,16 @@ KB_ID = "support"
 
 # The article's mix of people's saves: content only, content and title, unpublish.
 SAVE_MIX = (("content", 0.85), ("content_title", 0.10), ("unpublish", 0.05))
+# The saves that take a citation out of the title-only check's reach: a retitle or an unpublish.
+UNPUBLISH_SHARE = dict(SAVE_MIX)["unpublish"]
+TITLE_VISIBLE_SHARE = dict(SAVE_MIX)["content_title"] + UNPUBLISH_SHARE
 
 # 10 s, 10 min, 1 h, 4 h: from "a few seconds old" to "hours old"; answer i gets delay i mod 4.
 DEFAULT_DELAYS = (10, 600, 3600, 14400)
+
+# The order of steps that fall on the same microsecond: people's saves, then questions, then
+# the agent's edits, then the hourly checks. A step's place in the day is (t_us, rank, index).
+SAVE_STEP, QUESTION_STEP, EDIT_STEP, CHECK_STEP = 0, 1, 2, 3
 
 # The agent cites the top two hits of each search, as the article's scripted agent does, and
 # asks search for just those. Looking a title up again it asks for two as well: with one, a
@@ -46,8 +62,20 @@ DEFAULT_DELAYS = (10, 600, 3600, 14400)
 CITATIONS_PER_ANSWER = 2
 TITLE_LOOKUP_HITS = 2
 
-# Upper bounds on the command line, so a typo cannot ask for a day that never ends.
-MAX_ARTICLES, MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 1000000, 24 * 7
+# The modelling choices the sensitivity table varies; the first of each is the default. Popularity
+# independent of titles is the article's "one ranking of the articles"; a question in its
+# article's title words is the agent's likeliest query.
+POPULARITY = ("independent", "topical")
+QUESTIONS_FROM = ("title", "paraphrase")
+
+# Upper bounds on the command line, so a typo cannot ask for a day that never ends. The bound on
+# articles, the distinct titles the vocabulary makes, is MAX_ARTICLES below the vocabulary.
+MAX_QUESTIONS, MAX_SAVES, MAX_HOURS = 1000000, 1000000, 24 * 7
+
+# The article's own figures (five seeds summed), for the arithmetic beside the side-by-side;
+# "four out of five" answers of 600 is 480.
+ARTICLE = {"citations": 1200, "answers": 600, "stale_zipf": 369, "answers_stale_zipf": 480,
+           "stale_control": 167, "answers_stale_control": 280}
 
 # A support team's vocabulary: titles are action + subject + audience (+ surface when the
 # three alone run out), bodies are sentences about the subject, so real search ranks them.
@@ -116,6 +144,9 @@ CLOSERS = (
     "Large organisations may need a few minutes until it shows.",
     "The related guides below give the steps elsewhere.",
 )
+# Every distinct title: action + subject + audience, bare or with one of the surfaces. Drawing
+# that many at random takes a few seconds; one more could never be drawn.
+MAX_ARTICLES = len(ACTIONS) * len(SUBJECTS) * len(AUDIENCES) * (1 + len(SURFACES))
 
 
 @dataclass(frozen=True)
@@ -128,6 +159,8 @@ class Config:
     hours: int = 8
     zipf: float = 0.9
     delays: tuple = DEFAULT_DELAYS
+    popularity: str = "independent"
+    questions_from: str = "title"
 
 
 @dataclass
@@ -160,6 +193,27 @@ class Plan:
     ranking: list
     questions: list
     saves: list
+
+
+@dataclass(frozen=True)
+class Change:
+    """One person's save as the schedule has it: its place, its article, the title it leaves."""
+
+    step: tuple
+    article: int
+    save: Save
+    title: str
+    action: str
+
+
+@dataclass
+class Start:
+    """A seed's day before it starts: its plan, and its database image with the articles' IDs
+    (``None`` where each run builds its own)."""
+
+    plan: Plan
+    image: object
+    article_ids: list
 
 
 @dataclass
@@ -269,12 +323,31 @@ def make_body(rng, action, subject):
     return "\n\n".join(paragraphs)
 
 
+def topical_ranking(ranking, subjects):
+    """The ranking with each subject's articles moved onto consecutive ranks.
+
+    Subjects take the order of their best-ranked article and keep their articles' order, so
+    no randomness is drawn: a seed's questions and saves are the same draws either way, and
+    the top ranks keep their Zipf share.
+    """
+    order, members = [], {}
+    for article in ranking:
+        subject = subjects[article][1]
+        if subject not in members:
+            members[subject] = []
+            order.append(subject)
+        members[subject].append(article)
+    return [article for subject in order for article in members[subject]]
+
+
 def draw_plan(seed, config):
     """Draw one seed's whole day: corpus, ranking, questions and saves, in a fixed order."""
     rng = random.Random(seed)
     titles, subjects = make_titles(rng, config.articles)
     bodies = [make_body(rng, a, s) for a, s in subjects]
     ranking = shuffled(rng, range(config.articles))
+    if config.popularity == "topical":
+        ranking = topical_ranking(ranking, subjects)
     cumulative = zipf_cumulative(config.articles, config.zipf)
     day_us = config.hours * HOUR_US
     questions = []
@@ -297,6 +370,222 @@ def draw_plan(seed, config):
     questions.sort(key=lambda q: q.t_us)
     saves.sort(key=lambda s: s.t_us)
     return Plan(seed, titles, bodies, subjects, ranking, questions, saves)
+
+
+# -- the schedule of people's saves, and the oracle that reads only it -------------------------
+
+
+def retitle(old, old_action, subject, u, taken):
+    """A new title that keeps the subject, unique among ``taken``; returns (title, action).
+
+    Two uniforms pick the action and audience; ``taken`` is updated, so a plan's retitles
+    come out the same wherever they are replayed.
+    """
+    audience = pick(AUDIENCES, u[1])
+    for k in range(len(ACTIONS)):
+        action = ACTIONS[(int(u[0] * len(ACTIONS)) + k) % len(ACTIONS)]
+        title = "%s %s %s" % (action, subject, audience)
+        if title not in taken:
+            break
+    else:
+        n = 2
+        while "%s (%d)" % (old, n) in taken:
+            n += 1
+        title, action = "%s (%d)" % (old, n), old_action
+    taken.discard(old)
+    taken.add(title)
+    return title, action
+
+
+def people_saves(plan, uniform):
+    """The day's people's saves in order, each with the title it leaves: from the plan alone."""
+    titles = list(plan.titles)
+    actions = [action for action, _ in plan.subjects]
+    taken = set(plan.titles)
+    changes = []
+    for i, save in enumerate(plan.saves):
+        article = save.uniform_article if uniform else save.zipf_article
+        if save.kind == "content_title":
+            titles[article], actions[article] = retitle(
+                titles[article], actions[article], plan.subjects[article][1], save.text_u[7:9],
+                taken)
+        changes.append(Change((save.t_us, SAVE_STEP, i), article, save, titles[article],
+                              actions[article]))
+    return changes
+
+
+def any_between(steps, after, before):
+    """Whether sorted ``steps`` holds one strictly between ``after`` and ``before``."""
+    return bisect.bisect_right(steps, after) < bisect.bisect_left(steps, before)
+
+
+class Oracle:
+    """What every check and edit must find, from the schedule of people's saves alone.
+
+    It never calls the store: it knows when each person saved which article and how, and is
+    told where in the day the agent read each citation and when its own edits landed. Every
+    article starts published; an unpublish withdraws it for the rest of the day (a later save
+    edits the draft, and nobody publishes it again), so a citation is gone once an unpublish
+    follows its read, changed once any other save does, and fresh otherwise.
+    """
+
+    def __init__(self, titles, changes):
+        self.titles = titles
+        self.steps, self.withdrawn, self.retitled = {}, {}, {}
+        for change in changes:
+            self.steps.setdefault(change.article, []).append(change.step)
+            if change.save.kind == "unpublish":
+                self.withdrawn.setdefault(change.article, []).append(change.step)
+            elif change.save.kind == "content_title":
+                self.retitled.setdefault(change.article, []).append((change.step, change.title))
+
+    def version(self, article, step):
+        """How many people's saves the article has had before ``step``: its version's number."""
+        return bisect.bisect_left(self.steps.get(article, ()), step)
+
+    def title_at(self, article, step):
+        """The article's title just before ``step``."""
+        retitles = self.retitled.get(article, ())
+        i = bisect.bisect_left(retitles, (step,))
+        return retitles[i - 1][1] if i else self.titles[article]
+
+    def status(self, article, read, now):
+        """``(status, cause)`` at step ``now`` of a citation of ``article`` read at ``read``."""
+        if any_between(self.withdrawn.get(article, ()), read, now):
+            return "gone", "gone"
+        if not any_between(self.steps.get(article, ()), read, now):
+            return "fresh", None
+        if self.title_at(article, now) != self.title_at(article, read):
+            return "changed", "retitled"
+        return "changed", "content_only"
+
+    def edit(self, article, read, at, own_edits):
+        """``accepted``, ``changed`` or ``gone``: an edit at step ``at`` with the version read
+        at step ``read``; ``own_edits`` are the steps of the agent's other edits of the article,
+        each of which changes it unless it is gone."""
+        status, _ = self.status(article, read, at)
+        if status == "fresh" and any_between(own_edits, read, at):
+            return "changed"
+        return "accepted" if status == "fresh" else status
+
+
+# -- closed-form expectations -----------------------------------------------------------------
+#
+# Each of a day's S people's saves falls at a uniform time and picks an article with its save
+# chance q (Zipf by the ranking, or 1/N), independently of everything before it. So a version
+# read with a share x of the saving day left is overtaken by the end of the day with chance
+# 1 - (1 - q x)^S, whatever happened before the read; averaged over a uniform read time that is
+# 1 - (1 - (1-q)^(S+1)) / ((S+1) q). Which article the agent cites, and when, comes from the
+# run (it depends on search); everything else is arithmetic on the model's parameters. These
+# functions never see a measured count.
+
+
+def _round(x):
+    # Four decimals keep the JSON identical across platforms whose pow() differs in the last bit.
+    return round(x, 4)
+
+
+def zipf_weights(n, s):
+    """The Zipf probabilities ``1/r**s`` (normalised) of ranks 1..n."""
+    weights = [1.0 / rank ** s for rank in range(1, n + 1)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def save_chances(plan, config, uniform):
+    """Each article's chance of being the one a people's save picks: Zipf by rank, or 1/N."""
+    if uniform:
+        return [1.0 / config.articles] * config.articles
+    chances = [0.0] * config.articles
+    for article, weight in zip(plan.ranking, zipf_weights(config.articles, config.zipf)):
+        chances[article] = weight
+    return chances
+
+
+def p_touched(q, x, saves):
+    """Chance that one of ``saves`` saves picks an article of save chance ``q`` within a share
+    ``x`` of the day: ``1 - (1 - q x)^S``."""
+    return 1.0 - (1.0 - q * x) ** saves
+
+
+def p_touched_by_end(q, saves):
+    """``p_touched`` from a uniform read time to the end: 1 - (1 - (1-q)^(S+1)) / ((S+1) q)."""
+    if q <= 0.0:
+        return 0.0
+    n = saves + 1
+    return 1.0 - (1.0 - (1.0 - q) ** n) / (n * q)
+
+
+def expected_checks(q, reads, answers, versions, saves, day_us):
+    """Expected end-of-day counts of a checked day, from the articles cited and when.
+
+    ``reads`` holds each citation's ``(article, read t_us)``, ``answers`` each answer's
+    citation indices, ``versions`` each citation's distinct version as the schedule numbers it.
+    A distinct citation is judged from its first read: which read comes last depends on whether
+    the version survives, but the first depends on the past alone. The title-only check sees a
+    distinct citation when a retitle or an unpublish overtakes it; it is gone when an unpublish
+    does.
+    """
+    left = [max(day_us - t, 0) / day_us for _, t in reads]
+    stale = [p_touched(q[a], x, saves) for (a, _), x in zip(reads, left)]
+    positions = [0.0] * CITATIONS_PER_ANSWER
+    with_stale = 0.0
+    for cited in answers:
+        for p, c in enumerate(cited):
+            positions[p] += stale[c]
+        if cited:
+            articles = {reads[c][0] for c in cited}
+            with_stale += p_touched(sum(q[a] for a in articles), left[cited[0]], saves)
+    first = {}
+    for c, version in enumerate(versions):
+        first.setdefault(version, c)
+    distinct = {"stale_distinct": 0.0, "title_only_distinct": 0.0, "gone_distinct": 0.0}
+    for c in first.values():
+        q_c, x = q[reads[c][0]], left[c]
+        distinct["stale_distinct"] += p_touched(q_c, x, saves)
+        distinct["title_only_distinct"] += p_touched(TITLE_VISIBLE_SHARE * q_c, x, saves)
+        distinct["gone_distinct"] += p_touched(UNPUBLISH_SHARE * q_c, x, saves)
+    out = {"by_position": [{"position": p + 1, "stale": _round(v)}
+                           for p, v in enumerate(positions)],
+           "stale": _round(sum(stale)), "answers_with_stale": _round(with_stale)}
+    out.update((k, _round(v)) for k, v in distinct.items())
+    return out
+
+
+def expected_edits(q, edits, delays, saves, day_us):
+    """Expected rejected and gone edits per delay, from the articles cited and when.
+
+    ``edits`` holds ``(delay, article, read step, edit step)``. An edit is rejected for sure
+    when another of the agent's edits of the same article lands between its read and itself;
+    otherwise when a people's save does, with chance ``p_touched``. It finds the article gone
+    when an unpublish does.
+    """
+    landed = {}
+    for _, article, _, at in edits:
+        landed.setdefault(article, []).append(at)
+    for steps in landed.values():
+        steps.sort()
+    rows = {d: {"delay_s": d, "rejected": 0.0, "gone": 0.0} for d in delays}
+    for delay, article, read, at in edits:
+        window = max(min(at[0], day_us) - read[0], 0) / day_us
+        own = any_between(landed[article], read, at)
+        rows[delay]["rejected"] += 1.0 if own else p_touched(q[article], window, saves)
+        rows[delay]["gone"] += p_touched(UNPUBLISH_SHARE * q[article], window, saves)
+    return [dict(rows[d], rejected=_round(rows[d]["rejected"]), gone=_round(rows[d]["gone"]))
+            for d in delays]
+
+
+def model_expectations(config):
+    """Expectations from the parameters alone, for a citation read at a uniform time."""
+    weights = zipf_weights(config.articles, config.zipf)
+    return {
+        "uniform_saves_any_article": _round(p_touched_by_end(1.0 / config.articles,
+                                                             config.saves)),
+        "zipf_saves_question_own_article": _round(
+            sum(w * p_touched_by_end(w, config.saves) for w in weights)),
+        "zipf_saves_article_of_independent_popularity": _round(
+            sum(p_touched_by_end(w, config.saves) for w in weights) / config.articles),
+    }
 
 
 # -- the agent ---------------------------------------------------------------------------------
@@ -434,16 +723,27 @@ def _status(citation, article):
 class DayRun:
     """One seed's day on one store: people's saves, the agent's answers, checks or edits."""
 
-    def __init__(self, plan, config, *, uniform=False, checks=True, edits=False, db_path=None):
+    def __init__(self, plan, config, *, uniform=False, checks=True, edits=False, db_path=None,
+                 start=None):
         self.plan, self.config = plan, config
         self.uniform, self.checks, self.edits = uniform, checks, edits
         self.clock = SimClock()
+        self.article_ids = []
         if db_path is not None and os.path.exists(db_path):
             os.remove(db_path)
-        self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock, create=True)
+        if start is not None and start.image is not None and db_path is None:
+            self.store = _store_from_image(start.image, self.clock)
+            self.article_ids = list(start.article_ids)
+        else:
+            self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock, create=True)
         self.agent = Agent(self.store)
-        self.article_ids = []
-        self.titles = set(plan.titles)
+        self.changes = people_saves(plan, uniform)
+        self.oracle = Oracle(plan.titles, self.changes)
+        self.index_of = {}
+        self.actions = [action for action, _ in plan.subjects]  # each title's action now
+        self.reads = []  # per citation: (article index, step of the read)
+        self.own_edits = {}  # article index -> steps of the agent's edits of it, in day order
+        self.edit_log = []  # per edit: (delay, article index, step of the read, step of the edit)
         self.hourly = []
         self.detection = None
         self.by_position = None
@@ -455,27 +755,39 @@ class DayRun:
 
     def run(self):
         """Play the day in time order; returns this run's results."""
-        self.store.create_knowledge_base(KB_ID, "Support")
-        self.article_ids = self.store.create_articles(
-            KB_ID, list(zip(self.plan.titles, self.plan.bodies)))
+        if not self.article_ids:
+            self.article_ids = fill_store(self.store, self.plan)
+        self.index_of = {article_id: i for i, article_id in enumerate(self.article_ids)}
         self.clock.t_us = 0
         steps = []
-        for i, save in enumerate(self.plan.saves):
-            steps.append((save.t_us, 0, i, self._save, save))
+        for change in self.changes:
+            steps.append(change.step + (self._save, change))
         for i, question in enumerate(self.plan.questions):
-            steps.append((question.t_us, 1, i, self._question, question))
+            steps.append((question.t_us, QUESTION_STEP, i, self._question, (i, question)))
             if self.edits:
                 delay = self.config.delays[i % len(self.config.delays)]
-                steps.append((question.t_us + delay * 1000000, 2, i, self._edit, (i, delay)))
+                steps.append((question.t_us + delay * 1000000, EDIT_STEP, i, self._edit,
+                              (i, delay)))
         if self.checks:
             for hour in range(1, self.config.hours + 1):
-                steps.append((hour * HOUR_US, 3, hour, self._check, hour))
+                steps.append((hour * HOUR_US, CHECK_STEP, hour, self._check, hour))
         steps.sort(key=lambda step: step[:3])
-        for t_us, _, _, action, arg in steps:
-            self.clock.t_us = t_us
-            action(arg)
+        for step in steps:
+            self.clock.t_us = step[0]
+            step[3](step[4])
         self.store.close()
+        q = save_chances(self.plan, self.config, self.uniform)
+        day_us = self.config.hours * HOUR_US
+        if self.checks:
+            expected = expected_checks(
+                q, [(a, step[0]) for a, step in self.reads], self.agent.answers,
+                [(a, self.oracle.version(a, step)) for a, step in self.reads],
+                len(self.plan.saves), day_us)
+        else:
+            expected = {"edits": expected_edits(q, self.edit_log, self.config.delays,
+                                                len(self.plan.saves), day_us)}
         return {
+            "expected": expected,
             "hourly": self.hourly,
             "detection": self.detection,
             "by_position": self.by_position,
@@ -486,50 +798,43 @@ class DayRun:
             "mismatches": self.mismatches,
         }
 
-    def _save(self, save):
-        """A person's save, last writer wins, on what the editor shows now."""
-        index = save.uniform_article if self.uniform else save.zipf_article
-        article_id = self.article_ids[index]
-        current = self.store.get_article(KB_ID, article_id)
-        if save.kind == "unpublish" and current["published"]:
+    def _save(self, change):
+        """A person's save, last writer wins, on what the editor shows now.
+
+        Saving a withdrawn article edits its draft and leaves it withdrawn (the store writes no
+        event, as agents cannot see it); an unpublish of an article already withdrawn changes
+        nothing.
+        """
+        article_id = self.article_ids[change.article]
+        save = change.save
+        self.actions[change.article] = change.action
+        if save.kind == "unpublish":
             self.store.unpublish(KB_ID, article_id)
             return
-        action, subject = self.plan.subjects[index]
+        current = self.store.get_article(KB_ID, article_id)
+        action, subject = self.plan.subjects[change.article]
         u = save.text_u
         paragraphs = current["content"].split("\n\n")
         paragraphs[min(int(u[0] * len(paragraphs)), len(paragraphs) - 1)] = make_paragraph(
             subject, action, u[1:7])
-        title = None
-        if save.kind == "content_title":
-            title = self._new_title(current["title"], subject, u[7:9])
+        title = change.title if save.kind == "content_title" else None
         self.store.save_article(KB_ID, article_id, content="\n\n".join(paragraphs), title=title)
-        if not current["published"]:
-            # A save to an unpublished article edits its draft and publishes it again.
-            self.store.publish(KB_ID, article_id)
 
-    def _new_title(self, old, subject, u):
-        """A retitle that keeps the subject, unique among all titles, without new randomness."""
-        taken = self.titles
-        for k in range(len(ACTIONS)):
-            action = ACTIONS[(int(u[0] * len(ACTIONS)) + k) % len(ACTIONS)]
-            audience = pick(AUDIENCES, u[1])
-            title = "%s %s %s" % (action, subject, audience)
-            if title not in taken:
-                break
-        else:
-            n = 2
-            while "%s (%d)" % (old, n) in taken:
-                n += 1
-            title = "%s (%d)" % (old, n)
-        taken.discard(old)
-        taken.add(title)
-        return title
-
-    def _question(self, question):
-        """The agent answers a question made of its target article's current title words."""
+    def _question(self, arg):
+        """The agent answers a question made of its target article's current title words (or,
+        paraphrased, of its action and subject only)."""
+        i, question = arg
         target_id = self.article_ids[question.target]
-        target = self.store.get_article(KB_ID, target_id)
-        cited = self.agent.answers[self.agent.answer(target["title"].lower())]
+        if self.config.questions_from == "paraphrase":
+            query = "%s %s" % (self.actions[question.target],
+                               self.plan.subjects[question.target][1])
+        else:
+            query = self.store.get_article(KB_ID, target_id)["title"]
+        first = len(self.agent.citations)
+        cited = self.agent.answers[self.agent.answer(query.lower())]
+        step = (question.t_us, QUESTION_STEP, i)
+        for citation in self.agent.citations[first:]:
+            self.reads.append((self.index_of[citation.article_id], step))
         if cited and self.agent.citations[cited[0]].article_id == target_id:
             self.first_hit_is_target += 1
 
@@ -540,7 +845,14 @@ class DayRun:
         if not self.agent.answers[i]:
             row["skipped_no_citation"] += 1
             return
-        citation = self.agent.citations[self.agent.answers[i][0]]
+        first = self.agent.answers[i][0]
+        citation = self.agent.citations[first]
+        article, read = self.reads[first]
+        at = (self.clock.t_us, EDIT_STEP, i)
+        own = self.own_edits.setdefault(article, [])
+        expected = self.oracle.edit(article, read, at, own)
+        own.append(at)
+        self.edit_log.append((delay, article, read, at))
         line = "Agent note %d: customers asked about this at %s." % (
             i + 1, self.plan_time(self.plan.questions[i].t_us))
         content = self.agent.read_content[(i, 0)] + "\n\n" + line
@@ -551,26 +863,34 @@ class DayRun:
         try:
             result = self.agent.call("edit_knowledge_article", **args)
             row["accepted_first_try"] += 1
+            found = "accepted"
         except kb_store.VersionConflict:
             row["rejected_changed"] += 1
+            found = "changed"
             # The mechanical fix: re-read, re-apply the change to what is there, new version.
             current = self.agent.read(citation.article_id)
             if current is None:
                 row["retries_failed"] += 1
-                return
-            args = dict(args, content=current["content"] + "\n\n" + line,
-                        expected_version=current["updated_at"],
-                        idempotency_key="seed%d-answer%d-try2" % (self.plan.seed, i + 1))
-            try:
-                result = self.agent.call("edit_knowledge_article", **args)
-            except kb_store.ToolError:
-                row["retries_failed"] += 1
-                return
-            row["retries_succeeded"] += 1
+                found = "changed, then gone on re-read"
+            else:
+                args = dict(args, content=current["content"] + "\n\n" + line,
+                            expected_version=current["updated_at"],
+                            idempotency_key="seed%d-answer%d-try2" % (self.plan.seed, i + 1))
+                try:
+                    result = self.agent.call("edit_knowledge_article", **args)
+                    row["retries_succeeded"] += 1
+                except kb_store.ToolError:
+                    row["retries_failed"] += 1
+                    found = "changed, then the retry failed"
         except kb_store.NotFound:
             row["rejected_gone"] += 1
-            return
-        self._replay(args, result)
+            found = "gone"
+        if found != expected:
+            self.mismatches.append(
+                "seed %d, edit of answer %d after %s: %s by the schedule, %s by the store"
+                % (self.plan.seed, i + 1, _delay_text(delay), expected, found))
+        if found in ("accepted", "changed"):
+            self._replay(args, result)
 
     def _replay(self, args, first):
         """Send a successful edit again with the same key: a marked replay, no new event."""
@@ -589,19 +909,18 @@ class DayRun:
         return (DAY_START + timedelta(microseconds=t_us)).strftime("%H:%M UTC")
 
     def _check(self, hour):
-        """Check every citation so far three ways; re-read and poll must match the truth."""
+        """Check every citation so far three ways; all must match the schedule's truth."""
         agent = self.agent
         truth, cause = self._ground_truth()
         title_only = agent.check_title_only()
         reread = agent.check_reread()
         poll = agent.check_poll()
-        for name, found in (("reread", reread), ("poll", poll)):
-            for key in sorted(truth):
-                if found.get(key) != truth[key]:
-                    self.mismatches.append(
-                        "seed %d, hour %d, %s: citation %s is %s by the database, %s by %s"
-                        % (self.plan.seed, hour, "uniform" if self.uniform else "zipf",
-                           "/".join(key), truth[key], found.get(key), name))
+        schedule, schedule_cause = self._schedule_truth(hour)
+        by_key = {}
+        for i, citation in enumerate(agent.citations):
+            by_key.setdefault(citation.key, schedule[i])
+        self._compare(hour, schedule, schedule_cause, (
+            ("the database", truth, cause), ("re-read", reread, None), ("poll", poll, None)))
         stale_keys = {k for k, v in truth.items() if v != "fresh"}
         answers_stale = sum(
             1 for cited in agent.answers
@@ -624,10 +943,40 @@ class DayRun:
                     self.by_position[p]["stale"] += agent.citations[c].key in stale_keys
             self.detection = {
                 "ground_truth": self._detected(truth, truth, cause),
+                "schedule": self._detected(by_key, truth, cause),
                 "title_only": self._detected(title_only, truth, cause),
                 "reread": self._detected(reread, truth, cause),
                 "poll": self._detected(poll, truth, cause),
             }
+
+    def _schedule_truth(self, hour):
+        """Status and cause of every citation by the oracle: ``{citation index: ...}`` twice."""
+        now = (hour * HOUR_US, CHECK_STEP, hour)
+        status, cause = {}, {}
+        for i, (article, read) in enumerate(self.reads):
+            status[i], cause[i] = self.oracle.status(article, read, now)
+        return status, cause
+
+    def _compare(self, hour, schedule, schedule_cause, sources):
+        """Record each citation whose status (or cause) a source gives unlike the schedule."""
+        seen = set()
+        for i, citation in enumerate(self.agent.citations):
+            for name, found, found_cause in sources:
+                key = citation.key
+                got = found.get(key)
+                if got == schedule[i] and (found_cause is None or got != "changed"
+                                           or found_cause[key] == schedule_cause[i]):
+                    continue
+                if (key, name) in seen:
+                    continue
+                seen.add((key, name))
+                want = schedule[i]
+                if got == want:  # the same status, another cause
+                    want, got = schedule_cause[i], found_cause[key]
+                self.mismatches.append(
+                    "seed %d, hour %d, %s: citation %s is %s by the schedule, %s by %s"
+                    % (self.plan.seed, hour, "uniform" if self.uniform else "zipf",
+                       "/".join(key), want, got, name))
 
     def _ground_truth(self):
         """Status and cause of every distinct citation, from the database's own rows."""
@@ -670,6 +1019,23 @@ def _edit_row(delay):
             "skipped_no_citation": 0}
 
 
+# -- the one place sim.py reaches inside the store ---------------------------------------------
+#
+# KBStore has no public way to copy its database, and copying a seed's start of day is cheaper
+# than building it three times. If the store's internals change, these two functions are what
+# to adapt, or to drop: prepare() without an image (the plain build) is always correct.
+
+
+def _database_image(store):
+    """The store's whole database as bytes, or ``None`` where it cannot be had."""
+    return store.image()
+
+
+def _store_from_image(image, clock):
+    """A new in-memory store holding a copy of the database ``image``."""
+    return kb_store.KBStore.from_image(image, clock=clock)
+
+
 # -- one seed, many seeds ----------------------------------------------------------------------
 
 
@@ -677,12 +1043,41 @@ def _edit_row(delay):
 PARTS = ("zipf", "uniform", "edits")
 
 
-def run_part(seed, config, part, db_dir=None):
-    """One run of one seed's day: Zipf with checks, the uniform control, or the edit experiment."""
+def fill_store(store, plan):
+    """The knowledge base at the start of the day: every article published; returns their IDs."""
+    store.create_knowledge_base(KB_ID, "Support")
+    return store.create_articles(KB_ID, list(zip(plan.titles, plan.bodies)))
+
+
+def prepare(seed, config, image=True):
+    """One seed's plan, drawn once for its three runs, and its start-of-day database image.
+
+    The image (where sqlite3 can serialize, Python 3.11 on) spares each run the build of the
+    articles and their index; without it each run builds its own, with the same result.
+    """
     plan = draw_plan(seed, config)
+    if not image or not hasattr(sqlite3.Connection, "serialize"):
+        return Start(plan, None, None)
+    store = kb_store.KBStore(":memory:", clock=SimClock())
+    try:
+        article_ids = fill_store(store, plan)
+        return Start(plan, _database_image(store), article_ids)
+    finally:
+        store.close()
+
+
+def run_part(seed, config, part, db_dir=None, start=None):
+    """One run of one seed's day: Zipf with checks, the uniform control, or the edit experiment.
+
+    ``start`` is the seed's ``prepare()``d plan and image, shared by its three runs; without
+    it the run draws its own.
+    """
+    if start is None:
+        start = prepare(seed, config, image=False)
+    plan = start.plan
     db_path = None if db_dir is None else os.path.join(db_dir, "seed%d-%s.db" % (seed, part))
     result = DayRun(plan, config, uniform=(part == "uniform"), checks=(part != "edits"),
-                    edits=(part == "edits"), db_path=db_path).run()
+                    edits=(part == "edits"), db_path=db_path, start=start).run()
     if part == "zipf":
         top = set(plan.ranking[:10])
         result["workload"] = {
@@ -701,17 +1096,27 @@ def _seed_result(seed, parts):
     return dict(seed=seed, workload=parts["zipf"].pop("workload"), **parts)
 
 
-def _run_part_args(args):
-    return run_part(*args)
-
-
 def _add(into, row):
     for key, value in row.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float):
+            into[key] = _round(into.get(key, 0) + value)
+        elif isinstance(value, int) and not isinstance(value, bool):
             into[key] = into.get(key, 0) + value
         elif isinstance(value, dict):
             _add(into.setdefault(key, {}), value)
     return into
+
+
+def _sum_rows(per_seed, rows_of, key, labels):
+    """Row i of every seed's list ``rows_of(seed result)`` summed, labelled ``key: labels[i]``."""
+    out = []
+    for i, label in enumerate(labels):
+        row = {}
+        for r in per_seed:
+            _add(row, rows_of(r)[i])
+        row[key] = label
+        out.append(row)
+    return out
 
 
 def summarize(per_seed, config):
@@ -719,24 +1124,19 @@ def summarize(per_seed, config):
     workload = _add({}, {})
     for r in per_seed:
         _add(workload, r["workload"])
-    staleness = {}
+    staleness, expected = {}, {"model": model_expectations(config)}
     for mode in ("zipf", "uniform"):
-        rows = []
-        for h in range(config.hours):
-            row = {}
-            for r in per_seed:
-                _add(row, r[mode]["hourly"][h])
-            row["hour"] = h + 1
-            rows.append(row)
-        staleness[mode] = rows
-        positions = []
-        for p in range(CITATIONS_PER_ANSWER):
-            row = {}
-            for r in per_seed:
-                _add(row, r[mode]["by_position"][p])
-            row["position"] = p + 1
-            positions.append(row)
-        staleness[mode + "_by_position"] = positions
+        staleness[mode] = _sum_rows(per_seed, lambda r: r[mode]["hourly"], "hour",
+                                    range(1, config.hours + 1))
+        staleness[mode + "_by_position"] = _sum_rows(
+            per_seed, lambda r: r[mode]["by_position"], "position",
+            range(1, CITATIONS_PER_ANSWER + 1))
+        expected[mode] = {}
+        for r in per_seed:
+            _add(expected[mode], r[mode]["expected"])
+        expected[mode]["by_position"] = _sum_rows(
+            per_seed, lambda r: r[mode]["expected"]["by_position"], "position",
+            range(1, CITATIONS_PER_ANSWER + 1))
     detection, cost = {}, {}
     for mode in ("zipf", "uniform"):
         detection[mode] = {}
@@ -744,18 +1144,13 @@ def summarize(per_seed, config):
         for r in per_seed:
             _add(detection[mode], r[mode]["detection"])
             _add(cost[mode], r[mode]["cost"])
-    edits = []
-    for i, delay in enumerate(config.delays):
-        row = {}
-        for r in per_seed:
-            _add(row, r["edits"]["edits"][i])
-        row["delay_s"] = delay
-        edits.append(row)
+    edits = _sum_rows(per_seed, lambda r: r["edits"]["edits"], "delay_s", config.delays)
+    expected["edits"] = _sum_rows(per_seed, lambda r: r["edits"]["expected"]["edits"],
+                                  "delay_s", config.delays)
     idempotency = {}
     for r in per_seed:
         _add(idempotency, r["edits"]["idempotency"])
-    mismatches = [m for r in per_seed for mode in ("zipf", "uniform")
-                  for m in r[mode]["mismatches"]]
+    mismatches = [m for r in per_seed for part in PARTS for m in r[part]["mismatches"]]
     return {
         "config": dict(asdict(config), delays=list(config.delays)),
         "seeds": [r["seed"] for r in per_seed],
@@ -772,6 +1167,7 @@ def summarize(per_seed, config):
         "cost": cost["zipf"],
         "control": {"detection": detection["uniform"], "cost": cost["uniform"]},
         "edits": edits,
+        "expected": expected,
         "idempotency": idempotency,
         "checks": {"zipf": len(per_seed) * config.hours, "uniform": len(per_seed) * config.hours},
         "check_mismatches": mismatches,
@@ -787,16 +1183,21 @@ def run(seeds, config, *, db_dir=None, processes=None):
     """Run every seed (across processes when there are several) and summarise."""
     started = time.perf_counter()
     # Longest runs first, so the short edit runs fill the gaps at the end.
-    jobs = [(seed, config, part, db_dir) for part in PARTS for seed in seeds]
+    jobs = [(seed, part) for part in PARTS for seed in seeds]
     if processes is None:
         processes = min(len(jobs), os.cpu_count() or 1)
+    # Each seed's plan (and image) is made once, then shared by its three runs.
+    preparing = [(seed, config, db_dir is None) for seed in seeds]
     if processes > 1:
         with multiprocessing.get_context(_start_method()).Pool(processes) as pool:
-            results = pool.map(_run_part_args, jobs, chunksize=1)
+            starts = dict(zip(seeds, pool.starmap(prepare, preparing, chunksize=1)))
+            results = pool.starmap(run_part, [(seed, config, part, db_dir, starts[seed])
+                                              for seed, part in jobs], chunksize=1)
     else:
-        results = [_run_part_args(job) for job in jobs]
+        starts = {seed: prepare(*args) for seed, args in zip(seeds, preparing)}
+        results = [run_part(seed, config, part, db_dir, starts[seed]) for seed, part in jobs]
     by_seed = {seed: {} for seed in seeds}
-    for (seed, _, part, _), result in zip(jobs, results):
+    for (seed, part), result in zip(jobs, results):
         by_seed[seed][part] = result
     per_seed = [_seed_result(seed, by_seed[seed]) for seed in seeds]
     report = summarize(per_seed, config)
@@ -831,14 +1232,25 @@ def _n(x):
     return "{:,}".format(x)
 
 
+def _count_pct(count, of):
+    """A count (a float for an expectation) with its share: ``368 (61.3%)``, ``351.2 (58.5%)``."""
+    text = _n(count) if isinstance(count, int) else "{:,.1f}".format(count)
+    return "%s (%s)" % (text, _pct(count, of))
+
+
 def render(report, per_seed=False):
     """The report as Markdown tables."""
     out = []
     seeds = report["seeds"]
     cfg = report["config"]
-    out.append("# Simulated support day, seeds %s, summed\n" % _seed_text(seeds))
-    out.append("%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g."
-               "\n" % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"]))
+    out.append("# Simulated support day, seeds %s, summed\n" % seed_text(seeds))
+    out.append("%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g "
+               "over a ranking %s; questions from %s.\n"
+               % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"],
+                  "independent of titles" if cfg["popularity"] == "independent"
+                  else "that keeps each subject's articles together",
+                  "titles" if cfg["questions_from"] == "title"
+                  else "action and subject words only"))
 
     out.append("## 1. Staleness by hour (Zipf saves | uniform control)\n")
     rows = []
@@ -861,18 +1273,27 @@ def render(report, per_seed=False):
                "is the question's own article in %s of Zipf answers):\n"
                % _pct(report["workload"]["first_hit_is_target"], report["workload"]["questions"]))
     rows = []
-    for z, u in zip(report["staleness"]["zipf_by_position"],
-                    report["staleness"]["uniform_by_position"]):
-        rows.append([z["position"], _n(z["citations"]),
-                     "%s (%s)" % (_n(z["stale"]), _pct(z["stale"], z["citations"])),
-                     "%s (%s)" % (_n(u["stale"]), _pct(u["stale"], u["citations"]))])
-    out.append(markdown_table(["position", "citations", "zipf stale", "ctrl stale"], rows) + "\n")
+    expected = report["expected"]
+    for z, u, ez, eu in zip(report["staleness"]["zipf_by_position"],
+                            report["staleness"]["uniform_by_position"],
+                            expected["zipf"]["by_position"], expected["uniform"]["by_position"]):
+        rows.append([z["position"], _n(z["citations"]), _count_pct(z["stale"], z["citations"]),
+                     _count_pct(ez["stale"], z["citations"]),
+                     _count_pct(u["stale"], u["citations"]),
+                     _count_pct(eu["stale"], u["citations"])])
+    out.append(markdown_table(["position", "citations", "zipf stale", "zipf expected",
+                               "ctrl stale", "ctrl expected"], rows) + "\n")
+    out.append("Expected: the closed form 1 - (1 - q x)^S summed over the citations, with S the "
+               "day's people's saves, q the cited article's chance of being the one a save "
+               "picks and x the share of the day left after the read; which article each "
+               "answer cited, and when, is the run's.\n")
 
     out.append("## 2. Detection at end of day (Zipf)\n")
     det = report["detection"]
     gt = det["ground_truth"]
     rows = []
-    for name, label in (("ground_truth", "ground truth (database)"), ("title_only", "title only"),
+    for name, label in (("ground_truth", "ground truth (database)"),
+                        ("schedule", "schedule (no store call)"), ("title_only", "title only"),
                         ("reread", "re-read"), ("poll", "poll")):
         d = det[name]
         rows.append([label, "%s (%s)" % (_n(d["stale"]), _pct(d["stale"], gt["stale"])),
@@ -883,7 +1304,9 @@ def render(report, per_seed=False):
     out.append(markdown_table(["strategy", "stale citations found", "stale distinct found",
                        "content only", "retitled", "gone", "false alarms"], rows) + "\n")
     out.append("Causes count distinct citations. A retitle also changes content, so the title "
-               "check sees only retitles and unpublishes.\n")
+               "check sees only retitles and unpublishes. The schedule's row is the oracle: "
+               "staleness from the plan's saves and the citations' read times alone; the run "
+               "fails unless the database, re-read and poll agree with it at every check.\n")
 
     out.append("## 3. Cost of all hourly checks (Zipf, %d checks)\n" % report["checks"]["zipf"])
     cost = report["cost"]
@@ -901,15 +1324,21 @@ def render(report, per_seed=False):
 
     out.append("## 4. Edits with the citation's version, by delay\n")
     rows = []
-    for e in report["edits"]:
+    for e, x in zip(report["edits"], report["expected"]["edits"]):
         rejected = e["rejected_changed"] + e["rejected_gone"]
         rows.append([_delay_text(e["delay_s"]), _n(e["edits"]), _n(e["accepted_first_try"]),
                      _n(e["rejected_changed"]), _n(e["rejected_gone"]),
-                     _pct(rejected, e["edits"]),
+                     _pct(rejected, e["edits"]), _pct(x["rejected"], e["edits"]),
+                     "%.1f" % x["gone"],
                      "%d of %d" % (e["retries_succeeded"],
                                    e["retries_succeeded"] + e["retries_failed"])])
     out.append(markdown_table(["delay", "edits", "accepted first try", "rejected: changed",
-                       "rejected: gone", "rejected", "retries succeeded"], rows) + "\n")
+                               "rejected: gone", "rejected", "expected rejected",
+                               "expected gone", "retries succeeded"], rows) + "\n")
+    out.append("Expected: rejected for sure when another of the agent's own edits of the "
+               "article lands in between, else with chance 1 - (1 - q w)^S, w the share of the "
+               "saving day between read and edit; gone with 1 - (1 - %g q w)^S.\n"
+               % UNPUBLISH_SHARE)
 
     out.append("## 5. Idempotency\n")
     i = report["idempotency"]
@@ -919,11 +1348,10 @@ def render(report, per_seed=False):
                         _n(i["new_events_from_replays"])]]) + "\n")
 
     out.append("## 6. The article beside us\n")
-    out.append(markdown_table(["figure", "article", "ours"], comparison_rows(report)) + "\n")
-    out.append("The article's stale counts (369, 167, 152) fit only as *distinct* citations: "
-               "with two citations per answer, answers holding a stale citation can never "
-               "outnumber stale citations, yet the article has 280 answers against 167 citations. "
-               "So we report both counts.\n")
+    out.append(markdown_table(["figure", "article", "ours", "expected (model)"],
+                              comparison_rows(report)) + "\n")
+    out.append("\n".join("%d. %s" % (i + 1, note) for i, note in enumerate(article_notes()))
+               + "\n")
 
     if per_seed:
         out.append("## Per seed\n")
@@ -932,12 +1360,14 @@ def render(report, per_seed=False):
 
 
 def comparison_rows(report):
-    """The side-by-side of SPEC's figures and ours, as table rows."""
+    """The side-by-side of SPEC's figures, ours and the model's expectation, as table rows."""
     w = report["workload"]
     z, u = report["staleness"]["zipf"][-1], report["staleness"]["uniform"][-1]
+    ez, eu = report["expected"]["zipf"], report["expected"]["uniform"]
+    model = report["expected"]["model"]
     det = report["detection"]
     gt, title = det["ground_truth"], det["title_only"]
-    edits = report["edits"]
+    edits, expected_edits = report["edits"], report["expected"]["edits"]
     total_edits = sum(e["edits"] for e in edits)
     gone = sum(e["rejected_gone"] for e in edits)
     retries = sum(e["retries_succeeded"] for e in edits)
@@ -948,49 +1378,106 @@ def comparison_rows(report):
     by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]),
                                     _pct(e["rejected_changed"] + e["rejected_gone"], e["edits"]))
                          for e in edits)
+    expected_by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]), _pct(x["rejected"],
+                                                                             e["edits"]))
+                                  for e, x in zip(edits, expected_edits))
     return [
         ["top-10 share of questions / saves", "36.7% / 36.7%",
-         "%.1f%% / %.1f%% (Zipf 0.9 over %d: %.1f%%)" % (
-             100 * w["top10_question_share"], 100 * w["top10_save_share"],
-             report["config"]["articles"], 100 * w["top10_zipf_expected"])],
+         "%.1f%% / %.1f%%" % (100 * w["top10_question_share"], 100 * w["top10_save_share"]),
+         "%.1f%% (Zipf %g over %d)" % (100 * w["top10_zipf_expected"], report["config"]["zipf"],
+                                       report["config"]["articles"])],
         ["stale citations at end of day, Zipf", "369 of 1,200 (30.8%)",
          "%s of %s citations (%s); %s of %s distinct (%s)" % (
              _n(z["stale"]), _n(z["citations"]), _pct(z["stale"], z["citations"]),
-             _n(z["stale_distinct"]), _n(z["distinct"]), _pct(z["stale_distinct"], z["distinct"]))],
-        ["answers with a stale citation, Zipf", "four out of five",
+             _n(z["stale_distinct"]), _n(z["distinct"]), _pct(z["stale_distinct"], z["distinct"])),
+         "%s citations; %s distinct" % (_count_pct(ez["stale"], z["citations"]),
+                                         _count_pct(ez["stale_distinct"], z["distinct"]))],
+        ["answers with a stale citation, Zipf", "four out of five (note 1)",
          "%s of %s (%s)" % (_n(z["answers_with_stale"]), _n(z["answers"]),
-                            _pct(z["answers_with_stale"], z["answers"]))],
-        ["control: stale citations", "167 of 1,200 (13.9%)",
+                            _pct(z["answers_with_stale"], z["answers"])),
+         _count_pct(ez["answers_with_stale"], z["answers"])],
+        ["control: stale citations", "167 of 1,200 (13.9%) (note 2)",
          "%s of %s citations (%s); %s of %s distinct (%s)" % (
              _n(u["stale"]), _n(u["citations"]), _pct(u["stale"], u["citations"]),
-             _n(u["stale_distinct"]), _n(u["distinct"]), _pct(u["stale_distinct"], u["distinct"]))],
-        ["control: answers with a stale citation", "280 of 600 (46.7%)",
+             _n(u["stale_distinct"]), _n(u["distinct"]), _pct(u["stale_distinct"], u["distinct"])),
+         "%s citations; %s distinct; any citation read at a uniform time: %.1f%%" % (
+             _count_pct(eu["stale"], u["citations"]),
+             _count_pct(eu["stale_distinct"], u["distinct"]),
+             100 * model["uniform_saves_any_article"])],
+        ["control: answers with a stale citation", "280 of 600 (46.7%) (note 1)",
          "%s of %s (%s)" % (_n(u["answers_with_stale"]), _n(u["answers"]),
-                            _pct(u["answers_with_stale"], u["answers"]))],
+                            _pct(u["answers_with_stale"], u["answers"])),
+         _count_pct(eu["answers_with_stale"], u["answers"])],
         ["stale found by title only", "152 of 369 (41.2%), all retitles or unpublishes",
          "%s of %s distinct (%s): %d retitled, %d gone, %d content-only, %d false alarms" % (
              _n(title["stale_distinct"]), _n(gt["stale_distinct"]),
              _pct(title["stale_distinct"], gt["stale_distinct"]), title["retitled"],
-             title["gone"], title["content_only"], title["false_stale"])],
+             title["gone"], title["content_only"], title["false_stale"]),
+         "%.1f of %.1f distinct (%s)" % (ez["title_only_distinct"], ez["stale_distinct"],
+                                         _pct(ez["title_only_distinct"], ez["stale_distinct"]))],
         ["re-read and poll found", "exactly the ground truth, at each of 40 checks",
-         "%s at each of %d checks (plus %d control checks); %d mismatches" % (
-             "exactly the ground truth" if not report["check_mismatches"] else "NOT the truth",
-             checks, report["checks"]["uniform"], len(report["check_mismatches"]))],
+         "%s at each of %d checks (plus %d control checks and every edit); %d mismatches" % (
+             "exactly the schedule's truth (so did the database's rows)" if not
+             report["check_mismatches"] else "NOT the schedule's truth",
+             checks, report["checks"]["uniform"], len(report["check_mismatches"])),
+         "the schedule's truth, by construction of a correct store"],
         ["poll cost", "one call per check (< 100 changes an hour)",
-         "%d event pages over %d checks, %s events" % (poll["pages"], checks, _n(poll["events"]))],
+         "%d event pages over %d checks, %s events" % (poll["pages"], checks, _n(poll["events"])),
+         "-"],
         ["edits whose article was unpublished by then", "19 of 600",
-         "%d of %d" % (gone, total_edits)],
+         "%d of %d" % (gone, total_edits),
+         "%.1f" % sum(x["gone"] for x in expected_edits)],
         ["edit with an hour-old citation", "fails nearly 4 in 10; seconds old: fine",
-         "rejected: " + by_delay],
-        ["retries after re-read", "all succeeded", "%d of %d succeeded" % (retries, retries_all)],
+         "rejected: " + by_delay, expected_by_delay],
+        ["retries after re-read", "all succeeded", "%d of %d succeeded" % (retries, retries_all),
+         "all: nothing lands between a re-read and its retry"],
         ["idempotent replays", "409 of 409 marked, no new event",
          "%d of %d marked, %d new events" % (idem["replays_marked"], idem["replays"],
-                                              idem["new_events_from_replays"])],
+                                              idem["new_events_from_replays"]), "-"],
         ["whole run", "25.7 s (M1, Python 3.9.6)",
          "%.2f s (%d processes, Python %s)" % (report["timing"]["seconds"],
                                                 report["timing"]["processes"],
-                                                report["timing"]["python"])],
+                                                report["timing"]["python"]), "-"],
     ]
+
+
+def article_notes():
+    """Where the article's own figures cannot all hold, with the arithmetic (its day's sizes)."""
+    day = Config()
+    q = 1.0 / day.articles
+    control = p_touched_by_end(q, day.saves)
+    needed = saves_for_stale_share(q, ARTICLE["stale_control"] / ARTICLE["citations"])
+    return [
+        "An answer holding a stale citation holds one of its own, so such answers cannot "
+        "outnumber stale citations. The article's %d control answers against %d stale "
+        "citations, and its Zipf \"four out of five\" (%d of %d answers) against %d, are "
+        "impossible if those citations are of the %s handed out; they fit as *distinct* "
+        "citations, so we count both ways."
+        % (ARTICLE["answers_stale_control"], ARTICLE["stale_control"],
+           ARTICLE["answers_stale_zipf"], ARTICLE["answers"], ARTICLE["stale_zipf"],
+           _n(ARTICLE["citations"])),
+        "With saves spread uniformly every article has q = 1/%d, and a citation read at a "
+        "uniform time is stale by evening with chance 1 - (1 - (1-q)^%d) / (%d q) = %.1f%%, "
+        "whichever article it cites. The article's %d of %s (%.1f%%) would need about %d "
+        "saves, not %d."
+        % (day.articles, day.saves + 1, day.saves + 1, 100 * control, ARTICLE["stale_control"],
+           _n(ARTICLE["citations"]), 100.0 * ARTICLE["stale_control"] / ARTICLE["citations"],
+           needed, day.saves),
+    ]
+
+
+def saves_for_stale_share(q, share):
+    """The fewest saves that make a citation read at a uniform time stale with ``share``."""
+    low, high = 0, 1
+    while p_touched_by_end(q, high) < share:
+        high *= 2
+    while low < high:
+        mid = (low + high) // 2
+        if p_touched_by_end(q, mid) < share:
+            low = mid + 1
+        else:
+            high = mid
+    return low
 
 
 def per_seed_table(report):
@@ -1039,7 +1526,8 @@ def _delay_text(seconds):
     return "%ds" % seconds
 
 
-def _seed_text(seeds):
+def seed_text(seeds):
+    """Seeds as the command line takes them: ``1-5`` for a run of them, else ``1,3,7``."""
     if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
         return "%d-%d" % (seeds[0], seeds[-1])
     return ",".join(str(s) for s in seeds)
@@ -1083,17 +1571,42 @@ def parse_delays(text):
     return tuple(delays)
 
 
-def _bounded(name, low, high, kind=int):
+def _bounded(name, low, high, kind=int, why=""):
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError("%s takes a number, got %r" % (name, text)) from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError("%s must be from %s to %s, got %s"
-                                             % (name, low, high, text))
+            raise argparse.ArgumentTypeError("%s must be from %s to %s%s, got %s"
+                                             % (name, low, high, why, text))
         return value
     return parse
+
+
+def file_error(path):
+    """Why ``path`` cannot be written, or ``None``: tried (and undone) before a long run."""
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return "cannot write %s: %s" % (path, exc.strerror or exc)
+    if not existed:
+        os.remove(path)
+    return None
+
+
+def directory_error(path):
+    """Why databases cannot be kept in directory ``path`` (made if missing), or ``None``."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix="sim-probe-", suffix=".db", dir=path)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        return "cannot keep databases in %s: %s" % (path, exc.strerror or exc)
+    return None
 
 
 def _parser():
@@ -1101,8 +1614,10 @@ def _parser():
     d = Config()
     p.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"),
                    help="N, A-B or a comma list (default 1-5)")
-    p.add_argument("--articles", type=_bounded("--articles", 2, MAX_ARTICLES),
-                   default=d.articles)
+    p.add_argument("--articles", type=_bounded(
+        "--articles", 2, MAX_ARTICLES, why=" (the distinct titles of %d actions x %d subjects x "
+        "%d audiences x %d surfaces or none)" % (len(ACTIONS), len(SUBJECTS), len(AUDIENCES),
+                                                  len(SURFACES))), default=d.articles)
     p.add_argument("--questions", type=_bounded("--questions", 1, MAX_QUESTIONS),
                    default=d.questions)
     p.add_argument("--saves", type=_bounded("--saves", 0, MAX_SAVES), default=d.saves)
@@ -1111,6 +1626,12 @@ def _parser():
                    help="Zipf exponent s (0 = uniform popularity)")
     p.add_argument("--delays", type=parse_delays, default=d.delays,
                    help="edit delays, e.g. 10s,10m,1h,4h")
+    p.add_argument("--popularity", choices=POPULARITY, default=d.popularity,
+                   help="the popularity ranking: independent of titles, or topical (a subject's "
+                        "articles on consecutive ranks)")
+    p.add_argument("--questions-from", choices=QUESTIONS_FROM, default=d.questions_from,
+                   help="a question's words: its article's title, or a paraphrase (action and "
+                        "subject only)")
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     p.add_argument("--db-dir", metavar="DIR", help="keep each run's SQLite file in DIR")
     p.add_argument("--per-seed", action="store_true", help="add a column per seed")
@@ -1123,20 +1644,38 @@ def main(argv=None):
     """Run the simulation, print the tables, and exit non-zero if a check failed."""
     parser = _parser()
     args = parser.parse_args(argv)
-    config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays)
-    if args.db_dir:
-        os.makedirs(args.db_dir, exist_ok=True)
+    config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays,
+                    args.popularity, args.questions_from)
+    for name, value, error in (("--json", args.json, file_error),
+                               ("--db-dir", args.db_dir, directory_error)):
+        problem = value and error(value)
+        if problem:
+            parser.error("%s: %s" % (name, problem))
     report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes)
-    print(render(report, per_seed=args.per_seed))
+    status = 1 if report["check_mismatches"] else 0
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=1, sort_keys=True)
-            fh.write("\n")
-    if report["check_mismatches"]:
-        for line in report["check_mismatches"][:20]:
-            print("sim.py: check failed: %s" % line, file=sys.stderr)
-        return 1
-    return 0
+        # Written before the tables, so a reader that leaves early loses none of it.
+        try:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=1, sort_keys=True)
+                fh.write("\n")
+        except OSError as exc:  # checked before the run, yet the disk can still fill up
+            print("sim.py: --json: cannot write %s: %s" % (args.json, exc.strerror or exc),
+                  file=sys.stderr)
+            status = 1
+    try:
+        print(render(report, per_seed=args.per_seed))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (``sim.py | head``): say nothing more to it, and let the interpreter's
+        # last flush go nowhere instead of raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    failed = report["check_mismatches"]
+    for line in failed[:20]:
+        print("sim.py: check failed: %s" % line, file=sys.stderr)
+    if len(failed) > 20:
+        print("sim.py: ... and %d more failed checks" % (len(failed) - 20), file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

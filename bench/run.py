@@ -5,11 +5,12 @@
     python bench/run.py --only latency --sizes 1000,10000
     python bench/run.py --json bench.json   # also write every number as JSON
 
-Benchmarks: ``sim`` (wall time of ``python sim.py --seeds 1-5``), ``latency`` (tool latency
-against knowledge-base size), ``search`` (search beside plain FTS5 and tantivy on one corpus),
-``scaling`` (cost of checking citations as the day grows) and ``concurrency`` (edits per
-second and conflicts with 1-8 writer processes). Each reports the
-load average at its start and end: the numbers are only as quiet as the machine was.
+Benchmarks: ``sim`` (wall and CPU time of ``python sim.py --seeds 1-5``, and SQLite's share
+of it), ``latency`` (tool latency against knowledge-base size), ``search`` (search beside
+plain FTS5 and tantivy on one corpus), ``scaling`` (cost of checking citations as the day
+grows) and ``concurrency`` (edits per second and conflicts with 1-8 writer processes). Each
+reports the load average at its start and end: the numbers are only as quiet as the machine
+was.
 """
 
 import argparse

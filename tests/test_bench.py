@@ -40,6 +40,11 @@ def test_quick_run_prints_every_table_and_writes_json(tmp_path):
     assert engines["ours"]["top10_overlap"] == 1.0 and engines["ours"]["mean_hits"] > 0
     assert "tantivy" in engines or "tantivy" in data["results"]["search"]["skipped"]
     assert all(row["audit"] == "ok" for row in data["results"]["concurrency"]["rows"])
+    sim_result = data["results"]["sim"]
+    assert "median CPU time | SQLite's share of CPU" in stdout
+    # A run that did work spent CPU, and SQLite's calls are part of it, never all of it.
+    assert sim_result["median_cpu_s"] is None or sim_result["median_cpu_s"] > 0
+    assert 0 < sim_result["sqlite"]["share"] < 1
     assert data["machine"]["sqlite"] and data["quick"] is True
     assert list(tmp_path.iterdir()) == [out]  # the temporary databases are gone
 
@@ -50,6 +55,25 @@ def test_only_runs_the_named_benchmark():
     assert done.returncode == 0, done.stderr.decode("utf-8")
     assert "## Cost of checking citations" in stdout and "## Tool latency" not in stdout
     assert "| 20 / 6 / 15 |" in stdout
+
+
+def test_sensitivity_prints_every_combination_and_the_article():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "sensitivity.py"), "--seeds",
+                           "2"], capture_output=True, timeout=300, cwd=str(ROOT))
+    stdout = done.stdout.decode("utf-8")
+    assert done.returncode == 0, done.stderr.decode("utf-8")
+    assert "`python bench/sensitivity.py --seeds 2`" in stdout
+    for row in ("| independent | title |", "| independent | paraphrase |", "| topical | title |",
+                "| topical | paraphrase |", "| the article |"):
+        assert row in stdout
+
+
+def test_sensitivity_refuses_an_unwritable_json_before_running(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "sensitivity.py"), "--json",
+                           str(tmp_path / "missing" / "s.json")], capture_output=True,
+                          timeout=60, cwd=str(ROOT))
+    assert done.returncode == 2 and b"--json: cannot write" in done.stderr
+    assert done.stdout == b""
 
 
 @pytest.mark.parametrize("args,needle", [

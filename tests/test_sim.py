@@ -1,4 +1,5 @@
-"""The simulated day: its golden counts, its workload, and each check strategy on a known timeline.
+"""The simulated day: its golden counts, its workload, its oracle (and a store it catches), its
+closed-form expectations over many seeds, and each check strategy on a known timeline.
 
 The golden file is the default run's JSON. After a deliberate change to the simulation,
 regenerate it with ``python sim.py --seeds 1-5 --json tests/golden/sim-seeds-1-5.json`` and
@@ -6,7 +7,9 @@ explain the change of counts in the commit message.
 """
 
 import json
+import math
 import random
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -51,7 +54,9 @@ def test_default_run_checks_hold_and_tables_print(default_run):
     assert report["check_mismatches"] == []
     assert report["checks"] == {"zipf": 40, "uniform": 40}
     for heading in ("## 1. Staleness by hour", "## 2. Detection", "## 3. Cost",
-                    "## 4. Edits", "## 5. Idempotency", "## 6. The article beside us"):
+                    "## 4. Edits", "## 5. Idempotency", "## 6. The article beside us",
+                    "| figure | article | ours | expected (model) |", "| zipf expected |",
+                    "| expected rejected |", "would need about"):
         assert heading in proc.stdout
     # The report's own invariants, whatever the counts are.
     gt = report["detection"]["ground_truth"]
@@ -72,8 +77,14 @@ def test_default_run_checks_hold_and_tables_print(default_run):
 def test_json_has_the_documented_keys(default_run):
     _, report = default_run
     for key in ("config", "seeds", "workload", "staleness", "detection", "cost", "edits",
-                "idempotency", "checks", "check_mismatches", "timing"):
+                "expected", "idempotency", "checks", "check_mismatches", "timing"):
         assert key in report
+    for mode in ("zipf", "uniform"):
+        assert set(report["expected"][mode]) >= {
+            "by_position", "stale", "stale_distinct", "answers_with_stale",
+            "title_only_distinct", "gone_distinct"}
+    assert [e["delay_s"] for e in report["expected"]["edits"]] == report["config"]["delays"]
+    assert report["detection"]["schedule"] == report["detection"]["ground_truth"]
     assert 0 < report["workload"]["top10_question_share"] < 1
     assert 0 < report["workload"]["top10_save_share"] < 1
     row = report["staleness"]["uniform"][0]
@@ -97,6 +108,14 @@ def test_same_counts_in_one_process_and_in_two():
     one = sim.run([3, 4], SMALL, processes=1)
     two = sim.run([3, 4], SMALL, processes=2)
     assert without_timing(one) == without_timing(two)
+
+
+def test_a_copied_start_of_day_runs_as_a_built_one():
+    start = sim.prepare(2, SMALL)
+    if hasattr(sqlite3.Connection, "serialize"):  # Python 3.11 on: the image is used
+        assert start.image and len(start.article_ids) == SMALL.articles
+    for part in sim.PARTS:
+        assert sim.run_part(2, SMALL, part, start=start) == sim.run_part(2, SMALL, part)
 
 
 def test_plan_draws_only_through_random(monkeypatch):
@@ -159,6 +178,145 @@ def test_shuffle_is_a_permutation_and_titles_are_unique():
     assert sorted(sim.shuffled(rng, range(100))) == list(range(100))
     titles, subjects = sim.make_titles(random.Random(9), 3000)
     assert len(set(titles)) == 3000 and len(subjects) == 3000
+
+
+# -- closed-form expectations ------------------------------------------------------------------
+
+
+# A small day, quick enough for 200 seeds in one process, with enough citations, saves and edits
+# per seed that every figure has something to count.
+TINY = sim.Config(articles=40, questions=20, saves=30, hours=2)
+
+
+def mean_and_se(values):
+    n = len(values)
+    mean = sum(values) / n
+    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(variance / n)
+
+
+def figures(r, mode):
+    """(label, measured, expected) of one seed's checked day."""
+    end, expected = r[mode]["hourly"][-1], r[mode]["expected"]
+    rows = [("%s: stale at position %d" % (mode, p + 1), r[mode]["by_position"][p]["stale"],
+             expected["by_position"][p]["stale"]) for p in range(sim.CITATIONS_PER_ANSWER)]
+    title = r[mode]["detection"]["title_only"]
+    return rows + [
+        (mode + ": answers with a stale citation", end["answers_with_stale"],
+         expected["answers_with_stale"]),
+        (mode + ": stale distinct", end["stale_distinct"], expected["stale_distinct"]),
+        (mode + ": title only found", title["stale_distinct"], expected["title_only_distinct"]),
+        (mode + ": gone distinct", r[mode]["detection"]["ground_truth"]["gone"],
+         expected["gone_distinct"]),
+    ]
+
+
+def edit_figures(r):
+    rows = []
+    for row, expected in zip(r["edits"]["edits"], r["edits"]["expected"]["edits"]):
+        rows.append(("edits after %ds: rejected" % row["delay_s"],
+                     row["rejected_changed"] + row["rejected_gone"], expected["rejected"]))
+        rows.append(("edits after %ds: gone" % row["delay_s"], row["rejected_gone"],
+                     expected["gone"]))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def many_seeds():
+    return sim.run(list(range(1, 201)), TINY, processes=1)
+
+
+def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(many_seeds):
+    per_seed = many_seeds["per_seed"]
+    assert many_seeds["check_mismatches"] == []
+    rows = {}
+    for r in per_seed:
+        for label, measured, expected in figures(r, "zipf") + figures(r, "uniform") + \
+                edit_figures(r):
+            rows.setdefault(label, []).append((measured, expected))
+    n = len(per_seed)
+    for label, pairs in rows.items():
+        # Each seed's measured count minus its own expectation has mean 0 under the model.
+        mean, se = mean_and_se([m - e for m, e in pairs])
+        # A mean of n counts moves in steps of 1/n: a figure expected to be nearly 0 (an edit
+        # 10 s after its read finding the article gone) gets that step as slack.
+        assert abs(mean) <= 4 * se + 1.0 / n, (label, mean, se)
+        expected_mean = sum(e for _, e in pairs) / n
+        if label.endswith(("position 1", "answers with a stale citation", "stale distinct")):
+            # The tolerance has teeth: four standard errors are a small part of the figure.
+            assert 4 * se < 0.2 * expected_mean, (label, se, expected_mean)
+
+
+def test_expectations_from_the_parameters_alone_match_the_control(many_seeds):
+    """The control's expectation needs no observation at all: every article has q = 1/N."""
+    q, saves = 1.0 / TINY.articles, TINY.saves
+    # The closed form for a read time uniform over the day, computed here, not by sim.py.
+    closed = 1 - (1 - (1 - q) ** (saves + 1)) / ((saves + 1) * q)
+    assert abs(many_seeds["expected"]["model"]["uniform_saves_any_article"] - closed) < 1e-4
+    diffs = [r["uniform"]["hourly"][-1]["stale"] - closed * r["uniform"]["hourly"][-1]["citations"]
+             for r in many_seeds["per_seed"]]
+    mean, se = mean_and_se(diffs)
+    assert abs(mean) <= 4 * se
+    # The same tolerance rejects the wrong model: Zipf's top citations are not stale at the
+    # uniform rate (popular articles are saved more often).
+    wrong = [r["zipf"]["by_position"][0]["stale"] - closed * r["zipf"]["by_position"][0][
+        "citations"] for r in many_seeds["per_seed"]]
+    mean, se = mean_and_se(wrong)
+    assert mean > 4 * se
+
+
+def test_closed_forms_are_the_model_averaged_over_read_times():
+    saves = 300
+    for q in (1 / 400, 0.01, 0.11):
+        steps = 20000
+        average = sum(sim.p_touched(q, (i + 0.5) / steps, saves) for i in range(steps)) / steps
+        assert abs(sim.p_touched_by_end(q, saves) - average) < 1e-6
+    # One save on an article of chance q within the whole day: q exactly.
+    assert abs(sim.p_touched(0.2, 1.0, 1) - 0.2) < 1e-12
+    assert sim.p_touched_by_end(0.0, saves) == 0.0
+    weights = sim.zipf_weights(400, 0.9)
+    assert abs(sum(weights) - 1) < 1e-12 and round(sum(weights[:10]), 3) == 0.367
+
+
+def test_expectations_do_not_read_what_the_run_measured(monkeypatch):
+    """The expectations see which articles were cited when, never a measured status."""
+    healthy = sim.run([6], TINY, processes=1)
+    plant_saves_that_keep_their_version(monkeypatch)
+    broken = sim.run([6], TINY, processes=1)
+    assert broken["staleness"] != healthy["staleness"]
+    assert broken["expected"]["zipf"] == healthy["expected"]["zipf"]
+    assert broken["expected"]["uniform"] == healthy["expected"]["uniform"]
+
+
+def test_topical_popularity_moves_only_the_ranking():
+    independent = sim.draw_plan(3, sim.Config())
+    topical = sim.draw_plan(3, sim.Config(popularity="topical"))
+    assert topical.titles == independent.titles
+    assert [(q.t_us, independent.ranking.index(q.target)) for q in independent.questions] == \
+        [(q.t_us, topical.ranking.index(q.target)) for q in topical.questions]
+    assert sorted(topical.ranking) == list(range(400)) and topical.ranking != independent.ranking
+    subjects = [topical.subjects[a][1] for a in topical.ranking]
+    runs = [s for i, s in enumerate(subjects) if i == 0 or subjects[i - 1] != s]
+    assert len(runs) == len(set(subjects))  # each subject's articles on consecutive ranks
+
+
+def test_paraphrased_questions_are_action_and_subject_only(monkeypatch):
+    asked = []
+    answer = sim.Agent.answer
+
+    def recording(self, question_text):
+        asked.append(question_text)
+        return answer(self, question_text)
+
+    monkeypatch.setattr(sim.Agent, "answer", recording)
+    config = sim.Config(articles=60, questions=24, saves=60, hours=4, questions_from="paraphrase")
+    plan = sim.draw_plan(5, config)
+    sim.DayRun(plan, config).run()
+    actions = {a.lower() for a in sim.ACTIONS}
+    for question, text in zip(plan.questions, asked):
+        subject = plan.subjects[question.target][1].lower()
+        assert text.endswith(" " + subject) and text[:-len(subject) - 1] in actions
+    assert len(asked) == config.questions
 
 
 # -- each check strategy on a hand-made timeline -----------------------------------------------
@@ -288,6 +446,96 @@ def test_a_strategy_that_misses_a_change_fails_the_run(monkeypatch, capsys):
     assert "check failed: seed 4, hour" in err and "by poll" in err and "support/art-" in err
 
 
+def plant_saves_that_keep_their_version(monkeypatch):
+    """Make every store the simulation opens one whose people's saves keep the old version.
+
+    The one place this file fakes the store, and only through its public results: after a
+    person's save the content and title change, but every read, search hit and editor view
+    still shows the version the article had before its first save.
+    """
+    class KeepsOldVersions(kb_store.KBStore):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.kept = {}
+
+        def save_article(self, kb_id, article_id, **changes):
+            before = super().get_article(kb_id, article_id)["updated_at"]
+            self.kept.setdefault(article_id, before)
+            super().save_article(kb_id, article_id, **changes)
+            return self.kept[article_id]
+
+        def get_article(self, kb_id, article_id):
+            return self._old(super().get_article(kb_id, article_id))
+
+        def call_tool(self, name, arguments, *, granted):
+            return self._old(super().call_tool(name, arguments, granted=granted))
+
+        def _old(self, value):
+            if isinstance(value, list):
+                return [self._old(v) for v in value]
+            if not isinstance(value, dict):
+                return value
+            value = {k: self._old(v) for k, v in value.items()}
+            if value.get("article_id") in self.kept and "updated_at" in value:
+                value["updated_at"] = self.kept[value["article_id"]]
+            return value
+
+    monkeypatch.setattr(kb_store, "KBStore", KeepsOldVersions)
+
+
+def test_a_store_whose_saves_keep_the_old_version_fails_the_run(monkeypatch, capsys):
+    healthy = sim.run([4], SMALL, processes=1)
+    plant_saves_that_keep_their_version(monkeypatch)
+    status = sim.main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                       "--hours", "4", "--processes", "1"])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "is changed by the schedule, fresh by the database" in err
+    broken = sim.run([4], SMALL, processes=1)
+    det = broken["detection"]
+    # The database, re-read and poll agree with each other, as they did before the oracle: the
+    # rows they all read are wrong. Only the schedule, which reads no row, sees the saves.
+    assert det["ground_truth"] == det["reread"] == det["poll"]
+    assert det["ground_truth"]["stale_distinct"] < healthy["detection"]["ground_truth"][
+        "stale_distinct"]
+    assert det["schedule"]["false_stale"] > 0
+    assert not healthy["check_mismatches"]
+    # The edit experiment's verdicts are checked against the schedule too.
+    assert any("edit of answer" in line and "by the schedule" in line
+               for line in broken["check_mismatches"])
+
+
+def test_oracle_on_a_hand_made_schedule():
+    def change(t, article, kind, title):
+        save = sim.Save(t, kind, article, article, (0.0,) * 9)
+        return sim.Change((t, sim.SAVE_STEP, t), article, save, title, "Reset")
+
+    titles = ["Reset a", "Reset b"]
+    oracle = sim.Oracle(titles, [change(10, 0, "content", "Reset a"),
+                                 change(20, 0, "content_title", "Sync a"),
+                                 change(30, 0, "content_title", "Reset a"),
+                                 change(40, 1, "unpublish", "Reset b"),
+                                 change(50, 1, "content", "Reset b")])
+
+    def read(t):
+        return (t, sim.QUESTION_STEP, 0)
+
+    def check(t):
+        return (t, sim.CHECK_STEP, 0)
+
+    assert oracle.status(0, read(10), check(15)) == ("fresh", None)  # the save came first
+    assert oracle.status(0, read(5), check(15)) == ("changed", "content_only")
+    assert oracle.status(0, read(15), check(25)) == ("changed", "retitled")
+    assert oracle.status(0, read(15), check(35)) == ("changed", "content_only")  # back again
+    assert oracle.status(1, read(5), check(45)) == ("gone", "gone")
+    assert oracle.status(1, read(5), check(99)) == ("gone", "gone")  # a draft save: still gone
+    assert oracle.title_at(0, read(25)) == "Sync a"
+    own = [(60, sim.EDIT_STEP, 3)]
+    assert oracle.edit(0, read(35), (70, sim.EDIT_STEP, 4), own) == "changed"
+    assert oracle.edit(0, read(35), (55, sim.EDIT_STEP, 4), own) == "accepted"
+    assert oracle.edit(1, read(35), (45, sim.EDIT_STEP, 4), own) == "gone"
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--seeds", "5-1"], "--seeds"),
     (["--seeds", "one"], "--seeds"),
@@ -308,6 +556,47 @@ def test_bad_arguments_get_a_clear_error(argv, needle, capsys):
     assert needle in capsys.readouterr().err
 
 
+def test_unusable_paths_are_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    def no_run(*args, **kwargs):
+        raise AssertionError("the day ran before its arguments were checked")
+
+    monkeypatch.setattr(sim, "run", no_run)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x", encoding="utf-8")
+    for argv, needle in (
+            (["--json", str(tmp_path / "missing" / "out.json")], "--json: cannot write"),
+            (["--json", str(tmp_path)], "--json: cannot write"),
+            (["--db-dir", str(a_file / "dbs")], "--db-dir: cannot keep databases in"),
+            (["--articles", str(sim.MAX_ARTICLES + 1)], "to %d (the distinct titles"
+             % sim.MAX_ARTICLES)):
+        with pytest.raises(SystemExit) as exc:
+            sim.main(argv)
+        assert exc.value.code == 2
+        assert needle in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no probe left behind
+
+
+def test_every_title_of_the_vocabulary_can_be_drawn(monkeypatch):
+    monkeypatch.setattr(sim, "ACTIONS", ("Reset", "Sync"))
+    monkeypatch.setattr(sim, "SUBJECTS", ("invoices",))
+    monkeypatch.setattr(sim, "AUDIENCES", ("for admins", "on iOS"))
+    monkeypatch.setattr(sim, "SURFACES", ("in Settings",))
+    titles, _ = sim.make_titles(random.Random(3), 8)
+    assert len(set(titles)) == 8
+
+
+def test_a_closed_stdout_ends_quietly():
+    proc = subprocess.Popen(
+        [sys.executable, "sim.py", "--seeds", "1", "--articles", "60", "--questions", "24",
+         "--saves", "60", "--hours", "4", "--per-seed", "--processes", "1"],
+        cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first table is printed
+    err = proc.stderr.read().decode("utf-8")
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err
+
+
 def test_argument_forms():
     assert sim.parse_seeds("1-5") == [1, 2, 3, 4, 5]
     assert sim.parse_seeds("1,3,7") == [1, 3, 7]
@@ -324,6 +613,15 @@ def test_db_dir_keeps_each_runs_database(tmp_path):
     with kb_store.KBStore(str(tmp_path / "seed2-zipf.db")) as store:
         assert store.audit() == []
         assert store.head_sequence(sim.KB_ID) > SMALL.articles
+        # An unpublish withdraws an article for the rest of the day; later saves edit drafts.
+        plan = sim.draw_plan(2, SMALL)
+        withdrawn = {c.article for c in sim.people_saves(plan, False)
+                     if c.save.kind == "unpublish"}
+        with kb_store.KBStore() as fresh:  # the IDs the run's build gave, in plan order
+            ids = sim.fill_store(fresh, plan)
+        hidden = {i for i, article_id in enumerate(ids)
+                  if not store.get_article(sim.KB_ID, article_id)["published"]}
+        assert withdrawn and hidden == withdrawn
     assert report["check_mismatches"] == []
 
 
