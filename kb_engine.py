@@ -51,6 +51,10 @@ class Engine:
         """Run one statement; returns a cursor (rows as dicts or sqlite3.Row)."""
         raise NotImplementedError
 
+    def execute_many(self, sql, rows):
+        """Run one statement for each parameter tuple of ``rows``."""
+        raise NotImplementedError
+
     @contextlib.contextmanager
     def read(self):
         """A consistent read (see the module docstring)."""
@@ -162,6 +166,11 @@ class Engine:
         """An article's whole row."""
         return self.row("SELECT %s FROM articles WHERE pk = ?" % ARTICLE_COLUMNS, (pk,))
 
+    def article_by_id(self, kb_pk, article_id):
+        """An article's whole row by its ID, or None."""
+        return self.row("SELECT %s FROM articles WHERE kb_pk = ? AND article_id = ?"
+                        % ARTICLE_COLUMNS, (kb_pk, article_id))
+
     def article_insert(self, kb_pk, article_id, title, content, published, version_us,
                        updated_at, source):
         """A new article; returns its pk."""
@@ -252,14 +261,17 @@ class Engine:
         self.execute("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, "
                      "body_len) VALUES (?, ?, ?, ?, ?, ?)",
                      (pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len))
-        for term in sorted(set(doc.title_tokens)):
-            self.execute("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
-                         "VALUES (?, ?, ?, ?)", (kb_pk, term, doc.title_len, pk))
+        self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
+                          "VALUES (?, ?, ?, ?)", [(kb_pk, term, doc.title_len, pk)
+                                                  for term in sorted(set(doc.title_tokens))])
 
-    def search_doc_delete(self, kb_pk, pk):
-        """Forget an article's tokens (with ``index_remove``)."""
+    def search_doc_delete(self, kb_pk, pk, doc):
+        """Forget an article's tokens (with ``index_remove``); ``doc`` is what was stored."""
         self.execute("DELETE FROM search_docs WHERE pk = ?", (pk,))
-        self.execute("DELETE FROM title_terms WHERE kb_pk = ? AND pk = ?", (kb_pk, pk))
+        # By the whole key: title_terms is ordered for reading by term, not by article.
+        self.execute_many("DELETE FROM title_terms WHERE kb_pk = ? AND term = ? AND "
+                          "title_len = ? AND pk = ?", [(kb_pk, term, doc.title_len, pk)
+                                                       for term in sorted(set(doc.title_tokens))])
 
     def search_clear(self, kb_pk):
         """Empty a knowledge base's search index and statistics (to index it anew)."""
@@ -278,18 +290,18 @@ class Engine:
 
     def term_counts_add(self, kb_pk, deltas):
         """Move the per-term article counts by ``{term: (title delta, body delta)}``."""
-        for term, (d_title, d_body) in sorted(deltas.items()):
-            if not (d_title or d_body):
-                continue
-            self.execute(
-                "INSERT INTO search_terms (kb_pk, term, df_title, df_body) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (kb_pk, term) DO UPDATE SET df_title = search_terms.df_title + "
-                "excluded.df_title, df_body = search_terms.df_body + excluded.df_body",
-                (kb_pk, term, d_title, d_body))
-        gone = [term for term, (d_title, d_body) in deltas.items() if d_title < 0 or d_body < 0]
-        for term in sorted(gone):
-            self.execute("DELETE FROM search_terms WHERE kb_pk = ? AND term = ? AND df_title = 0 "
-                         "AND df_body = 0", (kb_pk, term))
+        changes = [(kb_pk, term, d_title, d_body)
+                   for term, (d_title, d_body) in sorted(deltas.items()) if d_title or d_body]
+        if not changes:
+            return
+        self.execute_many(
+            "INSERT INTO search_terms (kb_pk, term, df_title, df_body) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (kb_pk, term) DO UPDATE SET df_title = search_terms.df_title + "
+            "excluded.df_title, df_body = search_terms.df_body + excluded.df_body", changes)
+        gone = [(kb_pk, term) for _, term, d_title, d_body in changes if d_title < 0 or d_body < 0]
+        if gone:
+            self.execute_many("DELETE FROM search_terms WHERE kb_pk = ? AND term = ? AND "
+                              "df_title = 0 AND df_body = 0", gone)
 
     def title_candidates(self, kb_pk, terms, limit):
         """For each term, the articles holding it in their title, shortest titles first (the

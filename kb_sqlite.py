@@ -256,6 +256,10 @@ class SQLiteEngine(Engine):
         """Run one statement on the connection."""
         return self._conn.execute(sql, params)
 
+    def execute_many(self, sql, rows):
+        """Run one statement for each parameter tuple."""
+        self._conn.executemany(sql, rows)
+
     @contextlib.contextmanager
     def _transaction(self, mode):
         conn = self._conn

@@ -393,12 +393,15 @@ class KBStore:
         Visibility is decided on the small columns before the content is read, so a large
         draft and a missing article cost a caller the same, and time tells them nothing.
         """
+        if not published_only:  # the people's side sees drafts too, and has no secrets
+            row = self._db.article_by_id(kb["pk"], article_id)
+            if row is None:
+                raise NotFound("there is no article %r in knowledge base %r"
+                               % (article_id, kb["kb_id"]), knowledge_base_id=kb["kb_id"],
+                               article_id=article_id)
+            return row
         found = self._db.article_visibility(kb["pk"], article_id)
-        if found is None and not published_only:  # the people's side sees drafts too
-            raise NotFound("there is no article %r in knowledge base %r"
-                           % (article_id, kb["kb_id"]), knowledge_base_id=kb["kb_id"],
-                           article_id=article_id)
-        if found is None or (published_only and not found["published"]):
+        if found is None or not found["published"]:
             raise NotFound(
                 "article %r is not a published article of knowledge base %r; it may have been "
                 "unpublished: search again for the current article"
@@ -456,7 +459,7 @@ class KBStore:
                 raise self._db.damaged(kb, "search index")
             old = SearchDoc.stored(stored)
             self._db.index_remove(kb["pk"], pk, old)
-            self._db.search_doc_delete(kb["pk"], pk)
+            self._db.search_doc_delete(kb["pk"], pk, old)
         new = SearchDoc.of(title, content) if published else None
         if new is not None:
             self._db.search_doc_put(kb["pk"], pk, new)
