@@ -71,6 +71,10 @@ class Engine:
         """The knowledge base row, locked for the rest of the write transaction, or None."""
         raise NotImplementedError
 
+    def lock_new_kb(self):
+        """Inside ``write()``: make creations of knowledge bases take turns, where the write
+        transaction does not already serialise them."""
+
     def create_kb_index(self, kb_pk):
         """Whatever the full-text index needs for a new knowledge base."""
 
@@ -234,7 +238,10 @@ class Engine:
 
     def idempotency_put(self, kb_pk, key, fingerprint, result, now_us, expire_before_us):
         """Record a successful edit under its key, and forget keys older than their TTL."""
-        self.execute("DELETE FROM idempotency WHERE created_us < ?", (expire_before_us,))
+        # Only this knowledge base's keys: its row lock covers them, so writers of different
+        # knowledge bases never wait on each other's expired keys.
+        self.execute("DELETE FROM idempotency WHERE kb_pk = ? AND created_us < ?",
+                     (kb_pk, expire_before_us))
         self.execute(
             "INSERT INTO idempotency (kb_pk, key, fingerprint, result, created_us) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kb_pk, key) DO UPDATE SET "

@@ -66,7 +66,7 @@ CREATE TABLE idempotency (
     created_us INTEGER NOT NULL,
     PRIMARY KEY (kb_pk, key)
 ) WITHOUT ROWID;
-CREATE INDEX idempotency_age ON idempotency (created_us);
+CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
 """
 SEARCH_SQL = """
 -- Search: what ranking needs of each published article, per-term article counts, and each
@@ -100,6 +100,8 @@ SCHEMA_SQL = CORE_SQL + SEARCH_SQL
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).
 MIGRATIONS = {
     1: ["ALTER TABLE articles ADD COLUMN import_version TEXT",
+        "DROP INDEX idempotency_age",
+        "CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us)",
         "ALTER TABLE knowledge_bases ADD COLUMN title_tokens INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE knowledge_bases ADD COLUMN body_tokens INTEGER NOT NULL DEFAULT 0"]
     + SEARCH_SQL.split(";"),

@@ -518,6 +518,7 @@ class KBStore:
         if name is not None:
             check_people_string(name, "name", TITLE_MAX)
         with self._db.write():
+            self._db.lock_new_kb()
             if self._db.kb_row(kb_id) is not None:
                 raise InvalidArgument(
                     "knowledge base %r already exists" % (kb_id,), argument="kb_id"

@@ -542,7 +542,7 @@ def test_the_write_itself_is_guarded_by_the_version(kb, monkeypatch):
     monkeypatch.undo()
     assert read(kb, aid)["content"] == "v1"
     assert poll(kb)["head_sequence"] == head
-    assert kb._db.execute("SELECT count(*) FROM idempotency").fetchone()[0] == 0
+    assert kb._db.value("SELECT count(*) FROM idempotency") == 0
 
 
 # -- versions -----------------------------------------------------------------------------------
@@ -994,7 +994,7 @@ def test_keys_live_at_least_a_day_of_store_time(kb, clock, article):
     result = edit(kb, article, "day two", current, "daily")
     assert result["replayed"] is False
     assert read(kb, article)["content"] == "day two"
-    keys = [r[0] for r in kb._db.execute("SELECT key FROM idempotency")]
+    keys = [r["key"] for r in kb._db.rows("SELECT key FROM idempotency")]
     assert keys == ["daily"]  # "purge-me" expired with it and was deleted, not kept forever
 
 

@@ -338,7 +338,11 @@ def test_a_full_disk_is_store_failed_and_writes_nothing(db_path, clock):
 def test_a_search_index_that_names_missing_rows_is_store_damaged(kb):
     for title in ("Refund policy", "Refund window", "Shipping"):
         kb.create_article(KB, title, "About refunds and more.")
-    kb._db._conn.execute("PRAGMA foreign_keys = OFF")
+    # Around the foreign keys, as damage would be.
+    if kb.engine == "sqlite":
+        kb._db._conn.execute("PRAGMA foreign_keys = OFF")
+    else:
+        kb._db._conn.execute("SET session_replication_role = replica")
     kb._db._conn.execute("DELETE FROM articles WHERE article_id = 'art-000001'")
     error = error_of(kb, "search_knowledge_base", {"knowledge_base_id": KB,
                                                    "query": "refund policy"})
@@ -367,12 +371,16 @@ def test_preview_edit_raises_only_tool_errors(kb):
 
 def statements_of(store, action):
     """The SQL statements the store runs for ``action`` (a function of the store)."""
-    seen = []
-    store._db._conn.set_trace_callback(seen.append)
+    seen, execute = [], store._db.execute
+
+    def recording(sql, params=()):
+        seen.append(sql)
+        return execute(sql, params)
+    store._db.execute = recording
     try:
         action(store)
     finally:
-        store._db._conn.set_trace_callback(None)
+        del store._db.execute
     return seen
 
 
@@ -390,9 +398,9 @@ def test_a_draft_is_refused_without_reading_its_content(kb):
 
     on_draft = statements_of(kb, read(draft))
     on_missing = statements_of(kb, read(missing))
-    # The same statements run for both (only the bound ID differs), and none reads content.
-    assert [s.replace(draft, "?").replace(missing, "?") for s in on_draft] == \
-        [s.replace(missing, "?") for s in on_missing]
+    # The same statements run for both (the ID is bound, not in the text), and none reads
+    # content.
+    assert on_draft == on_missing and len(on_draft) >= 2
     assert not any("content" in s for s in on_draft)
     d, m = read(draft)(kb), read(missing)(kb)
     assert d.message.replace(draft, "X") == m.message.replace(missing, "X")

@@ -1,0 +1,383 @@
+"""The PostgreSQL engine of the knowledge-base store: one database (or schema) many machines share.
+
+Needs psycopg 3, the ``[postgres]`` extra (``pip install 'kb-citations[postgres]'``); it is
+imported only when a ``postgresql://`` address is opened. The address is any libpq URL,
+``postgresql://user@host:5432/db`` or a Unix socket ``postgresql:///db?host=/run/postgresql``;
+a store lives in the first schema of the connection's ``search_path`` (``options=-csearch_path=X``
+in the URL picks another), so one database can hold several stores.
+
+What gives each guarantee:
+
+- **Writes of one knowledge base take turns.** Every write transaction (READ COMMITTED) first
+  locks the knowledge base's row, ``SELECT ... FOR UPDATE``, and holds it to the commit. The
+  compare-and-swap, the event, the idempotency row and the search statistics of one tool call
+  then commit together or not at all, with no other writer of that knowledge base in between.
+  Writers of other knowledge bases do not wait: the lock is the row, not the table.
+- **The event sequence commits in order.** The next sequence number is taken from the locked
+  row (``head_sequence + 1``), not from a SEQUENCE: a writer cannot take number N+1 until the
+  writer of N has committed and let the row go, so a poller that has read up to N never later
+  finds an event below N appear. A SEQUENCE hands out numbers at once and commits them in any
+  order; it is not used.
+- **The same idempotency key sent at once through many connections is written once.** The
+  second call waits on the row lock, then reads the key the first one committed (READ
+  COMMITTED sees it) and replays.
+- **Reads see one moment.** A read runs in REPEATABLE READ, READ ONLY: a search's hits, their
+  versions and the ``head_sequence`` it returns come from one snapshot; it takes no lock a
+  writer waits for.
+- **Waiting is bounded.** ``lock_timeout`` is the store's timeout: a writer that cannot get the
+  row within it gets ``store_busy``. A lost connection (the server restarted) is
+  ``store_failed``, retryable; the next call connects again.
+
+Full-text search: each published article's row in ``search_docs`` carries a ``tsvector`` of its
+tokens (the store's own, ``kb_core.tokens``, not a PostgreSQL dictionary, so the same words
+match as on SQLite), under a GIN index. Every lexeme is prefixed with the knowledge base's key
+(``17:refund``), so one knowledge base's query never visits another's; title lexemes carry
+weight A, so a query can ask for title matches (``'17:refund':A``).
+"""
+
+import contextlib
+import re
+
+from kb_core import (
+    APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed,
+)
+from kb_engine import Engine, busy_error, check_version, damaged_error, failed_error
+
+try:
+    import psycopg
+    from psycopg.rows import dict_row
+except ImportError:  # the [postgres] extra is not installed; said when a store is opened
+    psycopg = None
+
+# Our tables, in the order a dump lists them and a new store creates them.
+TABLES = ("kb_meta", "knowledge_bases", "articles", "events", "idempotency", "search_docs",
+          "search_terms", "title_terms")
+
+SCHEMA_SQL = """
+CREATE TABLE kb_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE knowledge_bases (
+    pk BIGSERIAL PRIMARY KEY,
+    kb_id TEXT NOT NULL UNIQUE,
+    name TEXT,
+    head_sequence BIGINT NOT NULL DEFAULT 0,
+    published_count BIGINT NOT NULL DEFAULT 0,
+    articles_created BIGINT NOT NULL DEFAULT 0,
+    title_tokens BIGINT NOT NULL DEFAULT 0,
+    body_tokens BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE articles (
+    pk BIGSERIAL PRIMARY KEY,
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    article_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    published INTEGER NOT NULL,
+    version_us BIGINT NOT NULL,
+    updated_at TEXT NOT NULL,
+    source TEXT,
+    import_version TEXT,
+    content TEXT NOT NULL,
+    UNIQUE (kb_pk, article_id),
+    UNIQUE (kb_pk, source)
+);
+-- Uncompressed out-of-line storage: a snippet's substr() reads the first chunks of a long
+-- article, not all of it.
+ALTER TABLE articles ALTER COLUMN content SET STORAGE EXTERNAL;
+CREATE TABLE events (
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    sequence BIGINT NOT NULL,
+    type TEXT NOT NULL,
+    article_id TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (kb_pk, sequence)
+);
+CREATE TABLE idempotency (
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created_us BIGINT NOT NULL,
+    PRIMARY KEY (kb_pk, key)
+);
+CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
+CREATE TABLE search_docs (
+    pk BIGINT PRIMARY KEY REFERENCES articles(pk),
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    title_terms TEXT NOT NULL,
+    title_len INTEGER NOT NULL,
+    body_terms TEXT NOT NULL,
+    body_len INTEGER NOT NULL,
+    tsv TSVECTOR NOT NULL
+);
+CREATE INDEX search_docs_tsv ON search_docs USING GIN (tsv);
+CREATE TABLE search_terms (
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    term TEXT NOT NULL,
+    df_title BIGINT NOT NULL,
+    df_body BIGINT NOT NULL,
+    PRIMARY KEY (kb_pk, term)
+);
+CREATE TABLE title_terms (
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    term TEXT NOT NULL,
+    title_len INTEGER NOT NULL,
+    pk BIGINT NOT NULL,
+    PRIMARY KEY (kb_pk, term, title_len, pk)
+)
+"""
+
+# SQLSTATE classes and codes, and what they mean to a caller.
+BUSY_STATES = ("55P03", "40001", "40P01", "57014")  # lock timeout, serialization, deadlock, cancel
+DAMAGE_STATES = ("XX001", "XX002")  # data corrupted, index corrupted
+# Statements are written once with ?; psycopg takes %s (and a literal % doubled).
+_PLACEHOLDER = re.compile(r"\?|%")
+
+
+def _lexeme(kb_pk, term, suffix=""):
+    """A quoted tsvector/tsquery lexeme: the knowledge base's key, the term, a suffix."""
+    return "'%d:%s'%s" % (int(kb_pk), term.replace("'", "''").replace("\\", "\\\\"), suffix)
+
+
+def tsvector_text(kb_pk, doc):
+    """An article's tsvector as text: title terms at weight A, body-only terms at D."""
+    title = set(doc.title_tokens)
+    lexemes = [_lexeme(kb_pk, term, ":1A") for term in sorted(title)]
+    lexemes += [_lexeme(kb_pk, term, ":1") for term in sorted(doc.body_counts)
+                if term not in title]
+    return " ".join(lexemes)
+
+
+def tsquery_text(kb_pk, all_of, none_of, title_only):
+    """A tsquery of quoted lexemes: every term of ``all_of`` (weight A with ``title_only``),
+    none of ``none_of``; text that PostgreSQL's parser reads as lexemes, never as syntax."""
+    suffix = ":A" if title_only else ""
+    parts = [_lexeme(kb_pk, term, suffix) for term in all_of]
+    parts += ["!" + _lexeme(kb_pk, term) for term in none_of]
+    return " & ".join(parts)
+
+
+class PostgresEngine(Engine):
+    """A store in a PostgreSQL database (the first schema of its search_path)."""
+
+    name = "postgresql"
+    placeholder = "%s"
+
+    def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
+        if psycopg is None:
+            raise NotAStore("%s is a PostgreSQL address, and PostgreSQL stores need psycopg 3: "
+                            "pip install 'kb-citations[postgres]'" % _safe(address),
+                            path=_safe(address))
+        self.address = address
+        self.timeout = timeout
+        self.memory = False
+        self.created = False
+        self._sql = {}
+        self._conn = None
+        self._connect()
+        try:
+            self.schema = self._identify(upgrading)
+            if self.schema is None:
+                if not create:
+                    raise NotAStore(
+                        "%s is an empty database, not a knowledge-base store; create one with: "
+                        "kb init --db URL KB" % _safe(address), path=_safe(address))
+                self._create_schema()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- the connection --------------------------------------------------------------------------
+
+    def _connect(self):
+        """Connect (again, after a lost connection); a failure is store_failed."""
+        try:
+            self._conn = psycopg.connect(self.address, autocommit=True, row_factory=dict_row,
+                                         connect_timeout=max(1, int(self.timeout)))
+            self._conn.execute("SET lock_timeout = %d" % int(self.timeout * 1000))
+        except psycopg.Error as exc:
+            raise StoreFailed(
+                "cannot connect to the PostgreSQL store %s (%s); retry once it is reachable"
+                % (_safe(self.address), _first_line(exc)), retryable=True) from None
+
+    def close(self):
+        """Close the connection."""
+        if self._conn is not None:
+            self._conn.close()
+
+    def _convert(self, sql):
+        converted = self._sql.get(sql)
+        if converted is None:
+            converted = self._sql[sql] = _PLACEHOLDER.sub(
+                lambda m: "%s" if m.group() == "?" else "%%", sql)
+        return converted
+
+    def execute(self, sql, params=()):
+        """Run one statement (written with ``?``) on the connection."""
+        return self._conn.execute(self._convert(sql), params)
+
+    def execute_many(self, sql, rows):
+        """Run one statement for each parameter tuple, in one round trip where psycopg can."""
+        with self._conn.cursor() as cursor:
+            cursor.executemany(self._convert(sql), rows)
+
+    @contextlib.contextmanager
+    def _transaction(self, begin):
+        if self._conn.closed or self._conn.broken:
+            self._connect()
+        try:
+            self._conn.execute(begin)
+            try:
+                yield self
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if not (self._conn.closed or self._conn.broken):
+                    with contextlib.suppress(psycopg.Error):
+                        self._conn.execute("ROLLBACK")
+                raise
+        except psycopg.Error as exc:
+            raise self.store_error(exc) from exc
+
+    def read(self):
+        """REPEATABLE READ, READ ONLY: one snapshot, no lock a writer waits for."""
+        return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    def write(self):
+        """READ COMMITTED; ``lock_kb`` then serialises the writers of one knowledge base."""
+        return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED")
+
+    def lock_kb(self, kb_id):
+        """The knowledge base row, locked (FOR UPDATE) until the transaction ends."""
+        return self.row("SELECT pk, kb_id, head_sequence, published_count, title_tokens, "
+                        "body_tokens FROM knowledge_bases WHERE kb_id = ? FOR UPDATE", (kb_id,))
+
+    def lock_new_kb(self):
+        """Inside ``write()``: make creations of knowledge bases take turns (a unique ID check
+        then holds until the commit)."""
+        self.execute("LOCK TABLE knowledge_bases IN SHARE ROW EXCLUSIVE MODE")
+
+    def store_error(self, exc):
+        """The ToolError for a psycopg exception, by its SQLSTATE."""
+        if psycopg is None or not isinstance(exc, psycopg.Error):
+            return None
+        state = getattr(exc, "sqlstate", None) or ""
+        text = _first_line(exc)
+        if state in BUSY_STATES:
+            return busy_error(text, "the PostgreSQL store")
+        if state in DAMAGE_STATES:
+            return damaged_error(text, "the PostgreSQL store")
+        if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57", "53")):
+            return failed_error(text, "the PostgreSQL store")
+        if isinstance(exc, psycopg.InterfaceError):
+            return failed_error(text, "the PostgreSQL store")
+        return None
+
+    # -- the schema ------------------------------------------------------------------------------
+
+    def _identify(self, upgrading=False):
+        """The store's schema version, None for an empty schema; refuses anything else."""
+        try:
+            tables = {row["table_name"] for row in self._conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()").fetchall()}
+            where = self._conn.execute("SELECT current_schema() AS s").fetchone()["s"]
+        except psycopg.Error as exc:
+            raise StoreFailed("cannot read the PostgreSQL store %s (%s)" % (
+                _safe(self.address), _first_line(exc)), retryable=True) from None
+        if where is None:
+            raise NotAStore("%s has no schema to hold a store (the search_path names none that "
+                            "exists)" % _safe(self.address), path=_safe(self.address))
+        if not tables:
+            return None
+        meta = {}
+        if "kb_meta" in tables:
+            meta = {row["key"]: row["value"] for row in self._conn.execute(
+                "SELECT key, value FROM kb_meta").fetchall()}
+        if meta.get("application_id") != str(APPLICATION_ID):
+            raise NotAStore(
+                "%s is not a knowledge-base store: schema %s holds other tables (%s); nothing "
+                "was changed" % (_safe(self.address), where, ", ".join(sorted(tables)[:5])),
+                path=_safe(self.address))
+        version = int(meta.get("schema_version", 0))
+        check_version(_safe(self.address), version, upgrading)
+        return version
+
+    def _create_schema(self):
+        """Make the empty schema a store, unless another connection just did (under a lock)."""
+        with self.write():
+            # Two inits at once: the advisory lock makes the second wait and then find a store.
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPLICATION_ID,))
+            if self._identify() is not None:
+                return
+            for statement in SCHEMA_SQL.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            self._conn.execute("INSERT INTO kb_meta (key, value) VALUES ('application_id', %s), "
+                               "('schema_version', %s)", (str(APPLICATION_ID),
+                                                          str(SCHEMA_VERSION)))
+        self.schema, self.created = SCHEMA_VERSION, True
+
+    def upgrade_schema(self):
+        """Inside ``write()``: PostgreSQL stores began at schema 2; nothing to migrate yet."""
+        return self.schema, []
+
+    # -- the full-text index ---------------------------------------------------------------------
+
+    def index_add(self, kb_pk, pk, doc):
+        """Nothing apart: ``search_doc_put`` wrote the tsvector with the row."""
+
+    def search_doc_put(self, kb_pk, pk, doc):
+        """Store an article's tokens and its tsvector in one row."""
+        self.execute("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, "
+                     "body_len, tsv) VALUES (?, ?, ?, ?, ?, ?, ?::tsvector)",
+                     (pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len,
+                      tsvector_text(kb_pk, doc)))
+        self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
+                          "VALUES (?, ?, ?, ?)", [(kb_pk, term, doc.title_len, pk)
+                                                  for term in sorted(set(doc.title_tokens))])
+
+    def index_remove(self, kb_pk, pk, doc):
+        """Nothing apart: the tsvector goes with the search_docs row."""
+
+    def index_clear(self, kb_pk):
+        """Nothing apart: the tsvectors go with the knowledge base's search_docs rows."""
+
+    def match(self, kb_pk, queries, limit):
+        """Pks in order for tsqueries of quoted lexemes, all in one statement."""
+        parts, params = [], []
+        for i, (all_of, none_of, title_only) in enumerate(queries):
+            parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM search_docs WHERE kb_pk = %%s "
+                         "AND tsv @@ %%s::tsquery ORDER BY pk LIMIT %%s) AS m%d" % (i, i))
+            params += [kb_pk, tsquery_text(kb_pk, all_of, none_of, title_only), limit]
+        found = [[] for _ in queries]
+        for row in self._conn.execute(" UNION ALL ".join(parts), params).fetchall():
+            found[row["q"]].append(row["pk"])
+        return found
+
+    def indexed_pks(self, kb_pk):
+        """Every article whose row carries a tsvector: the GIN index covers them all."""
+        return [row["pk"] for row in self.rows(
+            "SELECT pk FROM search_docs WHERE kb_pk = ? AND tsv IS NOT NULL ORDER BY pk",
+            (kb_pk,))]
+
+    def optimize(self, kb_pk):
+        """Refresh the planner's statistics after a bulk load (VACUUM cannot run inside)."""
+        self.execute("ANALYZE search_docs")
+
+    def dump(self):
+        """Every row of every table of ours, in key order (tests compare dumps)."""
+        lines = []
+        for table in TABLES:
+            for row in self._conn.execute("SELECT * FROM %s ORDER BY 1, 2" % table).fetchall():
+                lines.append("%s %r" % (table, tuple(str(v) for v in row.values())))
+        return lines
+
+
+def _first_line(exc):
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _safe(address):
+    """The address without its password, for messages and logs."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(address))
