@@ -374,6 +374,31 @@ class PostgresEngine(Engine):
         return lines
 
 
+def schema_address(base, name, fresh=False):
+    """The address of store schema ``name`` in the database at ``base`` (made, or with
+    ``fresh`` made anew and empty), for one database to hold several stores."""
+    if psycopg is None:
+        raise NotAStore("PostgreSQL stores need psycopg 3: pip install 'kb-citations[postgres]'")
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+        raise ValueError("a schema name is lower-case letters, digits and _, got %r" % name)
+    try:
+        with psycopg.connect(base, autocommit=True) as conn:
+            if fresh:
+                conn.execute("DROP SCHEMA IF EXISTS %s CASCADE" % name)
+            conn.execute("CREATE SCHEMA IF NOT EXISTS %s" % name)
+    except psycopg.Error as exc:
+        raise StoreFailed("cannot make schema %s in %s (%s)" % (name, _safe(base),
+                                                               _first_line(exc)),
+                          retryable=True) from None
+    return base + ("&" if "?" in base else "?") + "options=-csearch_path%3D" + name
+
+
+def drop_schema(base, name):
+    """Remove schema ``name`` and everything in it from the database at ``base``."""
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS %s CASCADE" % name)
+
+
 def _first_line(exc):
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 

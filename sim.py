@@ -729,7 +729,7 @@ class DayRun:
         self.uniform, self.checks, self.edits = uniform, checks, edits
         self.clock = SimClock()
         self.article_ids = []
-        if db_path is not None and os.path.exists(db_path):
+        if db_path is not None and "://" not in db_path and os.path.exists(db_path):
             os.remove(db_path)
         if start is not None and start.image is not None and db_path is None:
             self.store = _store_from_image(start.image, self.clock)
@@ -1066,16 +1066,21 @@ def prepare(seed, config, image=True):
         store.close()
 
 
-def run_part(seed, config, part, db_dir=None, start=None):
+def run_part(seed, config, part, db_dir=None, start=None, db_url=None):
     """One run of one seed's day: Zipf with checks, the uniform control, or the edit experiment.
 
     ``start`` is the seed's ``prepare()``d plan and image, shared by its three runs; without
-    it the run draws its own.
+    it the run draws its own. The store is in memory, a file in ``db_dir``, or a fresh schema
+    of the PostgreSQL database at ``db_url``.
     """
     if start is None:
         start = prepare(seed, config, image=False)
     plan = start.plan
     db_path = None if db_dir is None else os.path.join(db_dir, "seed%d-%s.db" % (seed, part))
+    if db_url is not None:
+        import kb_postgres
+
+        db_path = kb_postgres.schema_address(db_url, "sim_seed%d_%s" % (seed, part), fresh=True)
     result = DayRun(plan, config, uniform=(part == "uniform"), checks=(part != "edits"),
                     edits=(part == "edits"), db_path=db_path, start=start).run()
     if part == "zipf":
@@ -1179,7 +1184,7 @@ def _ratio(n, d):
     return round(n / d, 4) if d else 0.0
 
 
-def run(seeds, config, *, db_dir=None, processes=None):
+def run(seeds, config, *, db_dir=None, processes=None, db_url=None):
     """Run every seed (across processes when there are several) and summarise."""
     started = time.perf_counter()
     # Longest runs first, so the short edit runs fill the gaps at the end.
@@ -1187,15 +1192,16 @@ def run(seeds, config, *, db_dir=None, processes=None):
     if processes is None:
         processes = min(len(jobs), os.cpu_count() or 1)
     # Each seed's plan (and image) is made once, then shared by its three runs.
-    preparing = [(seed, config, db_dir is None) for seed in seeds]
+    preparing = [(seed, config, db_dir is None and db_url is None) for seed in seeds]
     if processes > 1:
         with multiprocessing.get_context(_start_method()).Pool(processes) as pool:
             starts = dict(zip(seeds, pool.starmap(prepare, preparing, chunksize=1)))
-            results = pool.starmap(run_part, [(seed, config, part, db_dir, starts[seed])
+            results = pool.starmap(run_part, [(seed, config, part, db_dir, starts[seed], db_url)
                                               for seed, part in jobs], chunksize=1)
     else:
         starts = {seed: prepare(*args) for seed, args in zip(seeds, preparing)}
-        results = [run_part(seed, config, part, db_dir, starts[seed]) for seed, part in jobs]
+        results = [run_part(seed, config, part, db_dir, starts[seed], db_url)
+                   for seed, part in jobs]
     by_seed = {seed: {} for seed in seeds}
     for (seed, part), result in zip(jobs, results):
         by_seed[seed][part] = result
@@ -1609,6 +1615,21 @@ def directory_error(path):
     return None
 
 
+def database_error(url):
+    """Why the simulation cannot run on PostgreSQL at ``url``, or ``None``: tried before a run."""
+    if not url.startswith(kb_store.POSTGRES_SCHEMES):
+        return ("%s is not a postgresql:// URL (keep SQLite files with --db-dir DIR)"
+                % kb_store.kb_core.clip(url))
+    try:
+        import kb_postgres
+
+        kb_postgres.schema_address(url, "sim_probe", fresh=True)
+        kb_postgres.drop_schema(url, "sim_probe")
+    except (kb_store.ToolError, ValueError) as exc:
+        return getattr(exc, "message", str(exc))
+    return None
+
+
 def _parser():
     p = argparse.ArgumentParser(prog="sim.py", description=__doc__.split("\n\n")[0])
     d = Config()
@@ -1634,6 +1655,9 @@ def _parser():
                         "subject only)")
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     p.add_argument("--db-dir", metavar="DIR", help="keep each run's SQLite file in DIR")
+    p.add_argument("--db", metavar="URL", default=os.environ.get("KB_DB") or None,
+                   help="run on PostgreSQL: a postgresql:// URL; each run gets a fresh schema "
+                        "sim_seedN_PART in that database (default: in memory, or $KB_DB)")
     p.add_argument("--per-seed", action="store_true", help="add a column per seed")
     p.add_argument("--processes", type=_bounded("--processes", 1, 64), default=None,
                    help="worker processes (default: one per core, at most one per seed)")
@@ -1647,11 +1671,15 @@ def main(argv=None):
     config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays,
                     args.popularity, args.questions_from)
     for name, value, error in (("--json", args.json, file_error),
-                               ("--db-dir", args.db_dir, directory_error)):
+                               ("--db-dir", args.db_dir, directory_error),
+                               ("--db", args.db, database_error)):
         problem = value and error(value)
         if problem:
             parser.error("%s: %s" % (name, problem))
-    report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes)
+    if args.db and args.db_dir:
+        parser.error("--db and --db-dir: give one (PostgreSQL, or SQLite files)")
+    report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes,
+                 db_url=args.db)
     status = 1 if report["check_mismatches"] else 0
     if args.json:
         # Written before the tables, so a reader that leaves early loses none of it.

@@ -2,6 +2,7 @@
 
     python store_worker.py race DB KB ARTICLE NAME   one JSON job per stdin line, one reply each
     python store_worker.py stream DB KB NAME         writes forever, one JSON line per commit
+    python store_worker.py retry DB KB NAME          edits forever, retrying each through faults
 
 Each prints ``ready`` once its store is open, and prints a line only after the write it
 reports has committed.
@@ -9,6 +10,7 @@ reports has committed.
 
 import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -91,6 +93,39 @@ def stream(db, kb, name):
             n += 1
 
 
+def patiently(call, during):
+    """``call()`` until it succeeds; each ToolError on the way is reported, then retried."""
+    while True:
+        try:
+            return call()
+        except ToolError as exc:
+            emit({"error": exc.code, "retryable": exc.details.get("retryable"), "during": during})
+            time.sleep(0.05)
+
+
+def retry(db, kb, name):
+    """Append a line to each article in turn, one idempotency key per intended change; when the
+    store fails (its server gone), send the very same call again until it is applied."""
+    granted = {kb}
+    with KBStore(db, timeout=5) as store:
+        articles = [art["article_id"] for art in store.list_articles(kb)]
+        emit("ready")
+        n = 0
+        while True:
+            article_id = articles[n % len(articles)]
+            line = "%s op %d" % (name, n)
+            current = patiently(lambda: store.call_tool("read_knowledge_article", {
+                "knowledge_base_id": kb, "article_id": article_id}, granted=granted), "read")
+            arguments = {"knowledge_base_id": kb, "article_id": article_id,
+                         "content": current["content"] + "\n" + line,
+                         "expected_version": current["updated_at"], "idempotency_key": line}
+            result = patiently(lambda: store.call_tool("edit_knowledge_article", arguments,
+                                                       granted=granted), "edit")
+            emit({"op": "edit", "article_id": article_id, "line": line,
+                  "updated_at": result["updated_at"], "replayed": result["replayed"]})
+            n += 1
+
+
 if __name__ == "__main__":
     mode, rest = sys.argv[1], sys.argv[2:]
-    {"race": race, "stream": stream}[mode](*rest)
+    {"race": race, "stream": stream, "retry": retry}[mode](*rest)

@@ -636,3 +636,20 @@ def test_small_edit_experiment_accounts_for_every_edit():
     idem = report["idempotency"]
     accepted = sum(r["accepted_first_try"] + r["retries_succeeded"] for r in report["edits"])
     assert idem["successful_edits"] == accepted == idem["replays_marked"]
+
+
+def test_the_day_on_postgresql_counts_what_it_counts_on_sqlite(postgres):
+    """The same seeds on both engines: 0 mismatches, and the same figures (same ranking)."""
+    config = sim.Config(articles=60, questions=24, saves=60, hours=4)
+    on_sqlite = sim.run([3], config, processes=1)
+    on_postgres = sim.run([3], config, processes=1, db_url=postgres[1])
+    assert on_postgres["check_mismatches"] == []
+    assert without_timing(on_postgres) == without_timing(on_sqlite)
+
+
+def test_sim_refuses_a_db_that_is_no_postgresql_url(tmp_path):
+    done = subprocess.run([sys.executable, "sim.py", "--db", str(tmp_path / "x.db"),
+                           "--seeds", "1"], cwd=str(ROOT), capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "not a postgresql:// URL" in done.stderr
+    assert done.stdout == ""

@@ -1,0 +1,197 @@
+"""What only the PostgreSQL engine has to prove: its addresses, a database that is not a store,
+its locks under real concurrency, and the command line and the server on a postgresql:// URL.
+
+(The store's semantics run on PostgreSQL already: every test that takes the ``store`` fixture
+runs on both engines.)
+"""
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import kb_store
+from kb_store import KBStore
+
+ROOT = Path(__file__).resolve().parent.parent
+KB = "kb-pg"
+GRANTED = frozenset({KB})
+
+psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed")
+
+
+def call(store, name, **arguments):
+    return store.call_tool(name, arguments, granted=GRANTED)
+
+
+def tables(url):
+    with psycopg.connect(url, autocommit=True) as conn:
+        return sorted(r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema()"))
+
+
+def test_init_makes_an_empty_schema_a_store_and_only_then(pg_url):
+    with pytest.raises(kb_store.NotAStore, match="empty database"):
+        KBStore(pg_url)
+    assert tables(pg_url) == []
+    with KBStore(pg_url, create=True) as store:
+        assert store.engine == "postgresql"
+        store.create_knowledge_base(KB)
+    assert "kb_meta" in tables(pg_url) and "search_docs" in tables(pg_url)
+    with KBStore(pg_url) as store:
+        assert store.knowledge_base_exists(KB)
+
+
+def test_a_schema_holding_other_tables_is_refused_untouched(pg_url):
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE users (id int primary key, name text)")
+        conn.execute("INSERT INTO users VALUES (1, 'Ada')")
+    for create in (False, True):
+        with pytest.raises(kb_store.NotAStore, match="holds other tables"):
+            KBStore(pg_url, create=create)
+    assert tables(pg_url) == ["users"]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT * FROM users").fetchall() == [(1, "Ada")]
+
+
+def test_without_psycopg_the_message_names_the_extra(monkeypatch):
+    import kb_postgres
+
+    monkeypatch.setattr(kb_postgres, "psycopg", None)
+    with pytest.raises(kb_store.NotAStore, match=r"kb-citations\[postgres\]"):
+        KBStore("postgresql://nobody@/nowhere")
+
+
+def test_an_unreachable_server_is_a_retryable_store_failed():
+    with pytest.raises(kb_store.StoreFailed) as info:
+        KBStore("postgresql://nobody@/nowhere?host=/nonexistent-socket-dir", timeout=1)
+    assert info.value.details["retryable"] is True
+
+
+def test_a_held_knowledge_base_lock_is_store_busy_and_others_go_on(pg_url):
+    with KBStore(pg_url, create=True) as store:
+        store.create_knowledge_base(KB)
+        store.create_knowledge_base("other")
+        article = store.create_article(KB, "Held", "v1")
+        store.create_article("other", "Free", "v1")
+    holder = psycopg.connect(pg_url, autocommit=True)
+    holder.execute("BEGIN")
+    holder.execute("SELECT * FROM knowledge_bases WHERE kb_id = %s FOR UPDATE", (KB,))
+    try:
+        with KBStore(pg_url, timeout=0.3) as store:
+            version = call(store, "read_knowledge_article", knowledge_base_id=KB,
+                           article_id=article)["updated_at"]  # reads do not wait
+            with pytest.raises(kb_store.StoreBusy) as info:
+                call(store, "edit_knowledge_article", knowledge_base_id=KB, article_id=article,
+                     content="v2", expected_version=version, idempotency_key="k")
+            assert info.value.details["retryable"] is True
+            # Another knowledge base's writers do not wait for this one's lock.
+            assert store.create_article("other", "Also free", "x") == "art-000002"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_one_key_sent_at_once_through_many_connections_writes_once(pg_url):
+    with KBStore(pg_url, create=True) as store:
+        store.create_knowledge_base(KB)
+        article = store.create_article(KB, "Once", "v1")
+        version = call(store, "read_knowledge_article", knowledge_base_id=KB,
+                       article_id=article)["updated_at"]
+        head = store.head_sequence(KB)
+    results, barrier = [], threading.Barrier(8)
+
+    def send():
+        with KBStore(pg_url) as mine:
+            barrier.wait()
+            results.append(call(mine, "edit_knowledge_article", knowledge_base_id=KB,
+                                article_id=article, content="v2", expected_version=version,
+                                idempotency_key="the-same-key"))
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(results) == 8
+    assert sum(1 for r in results if not r["replayed"]) == 1
+    first = [r for r in results if not r["replayed"]][0]
+    assert all(dict(r, replayed=False) == first for r in results)
+    with KBStore(pg_url) as store:
+        assert store.head_sequence(KB) == head + 1
+        assert store.audit() == []
+
+
+def test_a_poller_never_sees_the_log_out_of_order_while_many_write(pg_url):
+    """Sequences commit in sequence order: a poll never finds a hole a later commit fills."""
+    with KBStore(pg_url, create=True) as store:
+        store.create_knowledge_base(KB)
+        articles = [store.create_article(KB, "Busy %d" % i, "v0") for i in range(4)]
+    stop, errors, seen = threading.Event(), [], []
+
+    def write(n):
+        with KBStore(pg_url) as mine:
+            for i in range(25):
+                mine.save_article(KB, articles[(n + i) % 4], content="writer %d save %d" % (n, i))
+
+    def poll():
+        with KBStore(pg_url) as mine:
+            after = 0
+            while not stop.is_set() or after < mine.head_sequence(KB):
+                try:
+                    page = call(mine, "poll_resource_events", resource_type="knowledge_base",
+                                resource_id=KB, after_sequence=after)
+                except kb_store.ToolError as exc:
+                    errors.append(exc.to_dict())
+                    return
+                seen.extend(e["sequence"] for e in page["events"])
+                after = page["next_after_sequence"]
+    poller = threading.Thread(target=poll)
+    poller.start()
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join(timeout=120)
+    stop.set()
+    poller.join(timeout=120)
+    assert errors == []
+    assert seen == list(range(1, 4 + 6 * 25 + 1))
+
+
+def test_the_command_line_and_the_server_take_a_postgresql_url(pg_url, tmp_path):
+    def kb(*args, stdin=""):
+        done = subprocess.run([sys.executable, str(ROOT / "kb_cli.py"), "--db", pg_url]
+                              + list(args), input=stdin, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "refunds.md").write_text("# Refund policy\n\nRefunds take five days.\n",
+                                     encoding="utf-8")
+    kb("init", KB)
+    assert kb("import", KB, str(docs)).endswith("create 1, update 0, unchanged 0\n")
+    found = json.loads(kb("--json", "search", KB, "refund policy"))
+    assert found["results"][0]["title"] == "Refund policy"
+    version = found["results"][0]["updated_at"]
+    kb("edit", KB, "art-000001", "--expected-version", version, "--content", "Ten days.")
+    assert "article.updated" in kb("events", KB)
+    assert kb("audit") == "audit: ok\n"
+    requests = "\n".join(json.dumps(m) for m in [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_knowledge_article",
+            "arguments": {"knowledge_base_id": KB, "article_id": "art-000001"}}}]) + "\n"
+    done = subprocess.run([sys.executable, str(ROOT / "kb_server.py"), "--db", pg_url,
+                           "--grant", KB], input=requests, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout.splitlines()[1])
+    assert reply["result"]["structuredContent"]["content"] == "Ten days."
