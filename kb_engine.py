@@ -78,8 +78,8 @@ class Engine:
     def create_kb_index(self, kb_pk):
         """Whatever the full-text index needs for a new knowledge base."""
 
-    def index_add(self, kb_pk, pk, doc):
-        """Put a published article's tokens (a ``kb_core`` SearchDoc) in the full-text index."""
+    def index_add(self, kb_pk, items):
+        """Put published articles' tokens, ``(pk, SearchDoc)`` items, in the full-text index."""
         raise NotImplementedError
 
     def index_remove(self, kb_pk, pk, doc):
@@ -146,13 +146,14 @@ class Engine:
         self.create_kb_index(pk)
         return pk
 
-    def kb_next(self, kb_pk, counter):
-        """Add one to a knowledge base's counter (``head_sequence``, ``articles_created``)."""
+    def kb_next(self, kb_pk, counter, count=1):
+        """Advance a knowledge base's counter (``head_sequence``, ``articles_created``) by
+        ``count``; returns the first of the numbers taken."""
         # Two statements, not UPDATE ... RETURNING, which SQLite before 3.35 lacks.
-        self.execute("UPDATE knowledge_bases SET {0} = {0} + 1 WHERE pk = ?".format(counter),
-                     (kb_pk,))
+        self.execute("UPDATE knowledge_bases SET {0} = {0} + ? WHERE pk = ?".format(counter),
+                     (count, kb_pk))
         return self.value("SELECT {0} FROM knowledge_bases WHERE pk = ?".format(counter),
-                          (kb_pk,))
+                          (kb_pk,)) - count + 1
 
     def kb_add_published(self, kb_pk, count, title_tokens, body_tokens):
         """Move a knowledge base's published count and token totals (BM25's averages)."""
@@ -175,15 +176,18 @@ class Engine:
         return self.row("SELECT %s FROM articles WHERE kb_pk = ? AND article_id = ?"
                         % ARTICLE_COLUMNS, (kb_pk, article_id))
 
-    def article_insert(self, kb_pk, article_id, title, content, published, version_us,
-                       updated_at, source):
-        """A new article; returns its pk."""
-        self.execute(
+    def articles_insert(self, kb_pk, rows):
+        """New articles from ``(article_id, title, content, published, version_us, updated_at,
+        source)`` rows, their IDs consecutive; returns their pks in the same order."""
+        self.execute_many(
             "INSERT INTO articles (kb_pk, article_id, title, content, published, version_us, "
             "updated_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (kb_pk, article_id, title, content, int(published), version_us, updated_at, source))
-        return self.value("SELECT pk FROM articles WHERE kb_pk = ? AND article_id = ?",
-                          (kb_pk, article_id))
+            [(kb_pk, a, t, c, int(p), v, u, s) for a, t, c, p, v, u, s in rows])
+        # Article IDs have a fixed width, so their text order is their number order.
+        pks = {r["article_id"]: r["pk"] for r in self.rows(
+            "SELECT pk, article_id FROM articles WHERE kb_pk = ? AND article_id >= ? "
+            "AND article_id <= ?", (kb_pk, rows[0][0], rows[-1][0]))}
+        return [pks[row[0]] for row in rows]
 
     def article_swap(self, row, title, content, published, version_us, updated_at):
         """The compare-and-swap: write only if the article still holds ``row``'s version and
@@ -220,10 +224,12 @@ class Engine:
         """Record the article's current version as the one an import wrote (or found equal)."""
         self.execute("UPDATE articles SET import_version = updated_at WHERE pk = ?", (pk,))
 
-    def event_insert(self, kb_pk, sequence, type_, article_id, updated_at):
-        """Append one event row."""
-        self.execute("INSERT INTO events (kb_pk, sequence, type, article_id, updated_at) "
-                     "VALUES (?, ?, ?, ?, ?)", (kb_pk, sequence, type_, article_id, updated_at))
+    def events_insert(self, kb_pk, events):
+        """Append event dicts (sequence, type, article_id, updated_at) to the log."""
+        self.execute_many("INSERT INTO events (kb_pk, sequence, type, article_id, updated_at) "
+                          "VALUES (?, ?, ?, ?, ?)", [(kb_pk, e["sequence"], e["type"],
+                                                      e["article_id"], e["updated_at"])
+                                                     for e in events])
 
     def events_after(self, kb_pk, after, limit):
         """Up to ``limit`` events after sequence ``after``, in order."""
@@ -263,13 +269,15 @@ class Engine:
         return self.execute("SELECT pk, title_terms, title_len, body_terms, body_len "
                             "FROM search_docs WHERE pk IN (%s)" % marks, list(pks)).fetchall()
 
-    def search_doc_put(self, kb_pk, pk, doc):
-        """Store an article's tokens (with ``index_add``)."""
-        self.execute("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, "
-                     "body_len) VALUES (?, ?, ?, ?, ?, ?)",
-                     (pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len))
+    def search_docs_put(self, kb_pk, items):
+        """Store published articles' tokens: ``(pk, SearchDoc)`` items (with ``index_add``)."""
+        self.execute_many("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, "
+                          "body_terms, body_len) VALUES (?, ?, ?, ?, ?, ?)",
+                          [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_text,
+                            doc.body_len) for pk, doc in items])
         self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
                           "VALUES (?, ?, ?, ?)", [(kb_pk, term, doc.title_len, pk)
+                                                  for pk, doc in items
                                                   for term in sorted(set(doc.title_tokens))])
 
     def search_doc_delete(self, kb_pk, pk, doc):

@@ -111,7 +111,9 @@ CREATE TABLE search_docs (
     body_len INTEGER NOT NULL,
     tsv TSVECTOR NOT NULL
 );
-CREATE INDEX search_docs_tsv ON search_docs USING GIN (tsv);
+-- fastupdate off: every save goes straight into the index, since a pending list would be
+-- scanned row by row by every search until a vacuum merged it.
+CREATE INDEX search_docs_tsv ON search_docs USING GIN (tsv) WITH (fastupdate = off);
 CREATE TABLE search_terms (
     kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
     term TEXT NOT NULL,
@@ -237,7 +239,10 @@ class PostgresEngine(Engine):
                         self._conn.execute("ROLLBACK")
                 raise
         except psycopg.Error as exc:
-            raise self.store_error(exc) from exc
+            error = self.store_error(exc)
+            if error is None:
+                raise  # a bug in a statement, not the database's fault: the store reports it
+            raise error from exc
 
     def read(self):
         """REPEATABLE READ, READ ONLY: one snapshot, no lock a writer waits for."""
@@ -324,17 +329,18 @@ class PostgresEngine(Engine):
 
     # -- the full-text index ---------------------------------------------------------------------
 
-    def index_add(self, kb_pk, pk, doc):
-        """Nothing apart: ``search_doc_put`` wrote the tsvector with the row."""
+    def index_add(self, kb_pk, items):
+        """Nothing apart: ``search_docs_put`` wrote the tsvectors with the rows."""
 
-    def search_doc_put(self, kb_pk, pk, doc):
-        """Store an article's tokens and its tsvector in one row."""
-        self.execute("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, "
-                     "body_len, tsv) VALUES (?, ?, ?, ?, ?, ?, ?::tsvector)",
-                     (pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len,
-                      tsvector_text(kb_pk, doc)))
+    def search_docs_put(self, kb_pk, items):
+        """Store articles' tokens and their tsvectors, a row each."""
+        self.execute_many("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, "
+                          "body_terms, body_len, tsv) VALUES (?, ?, ?, ?, ?, ?, ?::tsvector)",
+                          [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_text,
+                            doc.body_len, tsvector_text(kb_pk, doc)) for pk, doc in items])
         self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
                           "VALUES (?, ?, ?, ?)", [(kb_pk, term, doc.title_len, pk)
+                                                  for pk, doc in items
                                                   for term in sorted(set(doc.title_tokens))])
 
     def index_remove(self, kb_pk, pk, doc):
@@ -344,14 +350,27 @@ class PostgresEngine(Engine):
         """Nothing apart: the tsvectors go with the knowledge base's search_docs rows."""
 
     def match(self, kb_pk, queries, limit):
-        """Pks in order for tsqueries of quoted lexemes, all in one statement."""
-        parts, params = [], []
+        """Pks in order for tsqueries of quoted lexemes, all in one statement.
+
+        Each query's matches come from the GIN index (a materialised CTE, so the planner cannot
+        walk the primary key instead and test every row's tsvector), then the first ``limit``
+        by pk: the same rows, in the same order, that SQLite's index gives.
+        """
+        ctes, parts, params = [], [], []
         for i, (all_of, none_of, title_only) in enumerate(queries):
-            parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM search_docs WHERE kb_pk = %%s "
-                         "AND tsv @@ %%s::tsquery ORDER BY pk LIMIT %%s) AS m%d" % (i, i))
-            params += [kb_pk, tsquery_text(kb_pk, all_of, none_of, title_only), limit]
+            ctes.append("m%d AS MATERIALIZED (SELECT pk FROM search_docs WHERE tsv @@ %%s::tsquery)"
+                        % i)
+            params.append(tsquery_text(kb_pk, all_of, none_of, title_only))
+        for i in range(len(queries)):
+            parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM m%d ORDER BY pk LIMIT %%s) AS l%d"
+                         % (i, i, i))
+            params.append(limit)
+        # A small table looks cheaper to scan whole, but every row's tsvector is out of line
+        # (TOAST): the index is always the cheaper way.
+        self._conn.execute("SET LOCAL enable_seqscan = off")
         found = [[] for _ in queries]
-        for row in self._conn.execute(" UNION ALL ".join(parts), params).fetchall():
+        for row in self._conn.execute("WITH %s %s" % (", ".join(ctes), " UNION ALL ".join(parts)),
+                                      params).fetchall():
             found[row["q"]].append(row["pk"])
         return found
 

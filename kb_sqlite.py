@@ -318,11 +318,10 @@ class SQLiteEngine(Engine):
     def _fts_row(self, doc):
         return doc.title_text, " ".join(sorted(doc.body_counts))
 
-    def index_add(self, kb_pk, pk, doc):
-        """Index an article's tokens."""
-        title, body = self._fts_row(doc)
-        self._conn.execute("INSERT INTO fts_%d (rowid, title, body) VALUES (?, ?, ?)"
-                           % int(kb_pk), (pk, title, body))
+    def index_add(self, kb_pk, items):
+        """Index articles' tokens."""
+        self._conn.executemany("INSERT INTO fts_%d (rowid, title, body) VALUES (?, ?, ?)"
+                               % int(kb_pk), [(pk,) + self._fts_row(doc) for pk, doc in items])
 
     def index_remove(self, kb_pk, pk, doc):
         """Tell the contentless index the tokens to forget: exactly those it was given."""

@@ -443,15 +443,13 @@ class KBStore:
     def _event(self, kb, type_, article_id, updated_at):
         """Append one event in the caller's transaction (under the knowledge base's lock)."""
         sequence = self._db.kb_next(kb["pk"], "head_sequence")
-        self._db.event_insert(kb["pk"], sequence, type_, article_id, updated_at)
-        return {"sequence": sequence, "type": type_, "article_id": article_id,
-                "updated_at": updated_at}
+        event = {"sequence": sequence, "type": type_, "article_id": article_id,
+                 "updated_at": updated_at}
+        self._db.events_insert(kb["pk"], [event])
+        return event
 
-    def _reindex(self, kb, pk, was_published, title, content, published, totals=None):
-        """Bring the search index in line with an article's new text and visibility.
-
-        ``totals``, for a bulk load, collects the term-count and total changes to apply once.
-        """
+    def _reindex(self, kb, pk, was_published, title, content, published):
+        """Bring the search index in line with an article's new text and visibility."""
         old = None
         if was_published:
             stored = self._db.search_doc(pk)
@@ -462,24 +460,27 @@ class KBStore:
             self._db.search_doc_delete(kb["pk"], pk, old)
         new = SearchDoc.of(title, content) if published else None
         if new is not None:
-            self._db.search_doc_put(kb["pk"], pk, new)
-            self._db.index_add(kb["pk"], pk, new)
-        count = (new is not None) - (old is not None)
-        title_len = (new.title_len if new else 0) - (old.title_len if old else 0)
-        body_len = (new.body_len if new else 0) - (old.body_len if old else 0)
-        delta = presence_delta(old, new)
-        if totals is None:
-            self._db.term_counts_add(kb["pk"], delta)
-            self._db.kb_add_published(kb["pk"], count, title_len, body_len)
-            return
-        for term, (d_title, d_body) in delta.items():
-            t0, b0 = totals["terms"].get(term, (0, 0))
-            totals["terms"][term] = (t0 + d_title, b0 + d_body)
-        totals["kb"] = [a + b for a, b in zip(totals["kb"], (count, title_len, body_len))]
+            self._db.search_docs_put(kb["pk"], [(pk, new)])
+            self._db.index_add(kb["pk"], [(pk, new)])
+        self._db.term_counts_add(kb["pk"], presence_delta(old, new))
+        self._db.kb_add_published(
+            kb["pk"], (new is not None) - (old is not None),
+            (new.title_len if new else 0) - (old.title_len if old else 0),
+            (new.body_len if new else 0) - (old.body_len if old else 0))
 
-    def _apply_totals(self, kb, totals):
-        self._db.term_counts_add(kb["pk"], totals["terms"])
-        self._db.kb_add_published(kb["pk"], *totals["kb"])
+    def _index_new(self, kb, docs):
+        """Index newly published ``(pk, SearchDoc)`` items at once: the index, the per-term
+        counts and the totals, each in one statement for all of them."""
+        self._db.search_docs_put(kb["pk"], docs)
+        self._db.index_add(kb["pk"], docs)
+        terms = {}
+        for _, doc in docs:
+            for term, (in_title, in_body) in doc.term_presence().items():
+                t0, b0 = terms.get(term, (0, 0))
+                terms[term] = (t0 + in_title, b0 + in_body)
+        self._db.term_counts_add(kb["pk"], terms)
+        self._db.kb_add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),
+                                  sum(d.body_len for _, d in docs))
 
     def _write(self, kb, row, *, content, title, published):
         """Save new text and visibility for one article; version, index and event follow."""
@@ -503,11 +504,11 @@ class KBStore:
     def _index_all(self, kb):
         """Index every published article of a knowledge base anew (an upgrade, a rebuild)."""
         self._db.search_clear(kb["pk"])
-        totals = {"terms": {}, "kb": [0, 0, 0]}
-        for row in self._db.rows("SELECT pk, title, content FROM articles WHERE kb_pk = ? "
-                                 "AND published = 1 ORDER BY pk", (kb["pk"],)):
-            self._reindex(kb, row["pk"], False, row["title"], row["content"], True, totals)
-        self._apply_totals(kb, totals)
+        docs = [(row["pk"], SearchDoc.of(row["title"], row["content"])) for row in self._db.rows(
+            "SELECT pk, title, content FROM articles WHERE kb_pk = ? AND published = 1 "
+            "ORDER BY pk", (kb["pk"],))]
+        if docs:
+            self._index_new(kb, docs)
         self._db.optimize(kb["pk"])
 
     # -- people's side ---------------------------------------------------------------------------
@@ -529,13 +530,15 @@ class KBStore:
         """Add an article (published, or a draft); returns its new article ID."""
         check_new_article(title, content, "title", "content")
         with self._db.write():
-            return self._insert(self._kb(kb_id, lock=True), title, content, published, source)
+            kb = self._kb(kb_id, lock=True)
+            return self._insert(kb, [(title, content, source)], published)[0]
 
     def create_articles(self, kb_id, articles, *, published=True):
         """Add many ``(title, content)`` articles in one transaction; returns their IDs.
 
         A bulk load: one commit, one index segment and one update of the search statistics
-        for the lot. All are checked before any is written, so a bad one adds none.
+        for the lot, each statement run for all of them at once. All are checked before any
+        is written, so a bad one adds none.
         """
         articles = list(articles)
         for i, article in enumerate(articles):
@@ -544,30 +547,36 @@ class KBStore:
                                       argument="articles")
             check_new_article(article[0], article[1], "articles[%d] title" % i,
                               "articles[%d] content" % i)
+        if not articles:
+            with self._db.read():
+                self._kb(kb_id)
+            return []
         with self._db.write():
             kb = self._kb(kb_id, lock=True)
-            totals = {"terms": {}, "kb": [0, 0, 0]}
-            ids = [self._insert(kb, title, content, published, None, totals)
-                   for title, content in articles]
-            self._apply_totals(kb, totals)
-            return ids
+            return self._insert(kb, [(t, c, None) for t, c in articles], published)
 
-    def _insert(self, kb, title, content, published, source, totals=None):
-        """Insert one new article in the caller's transaction; returns its ID."""
-        number = self._db.kb_next(kb["pk"], "articles_created")
-        if number > MAX_ARTICLES_PER_KB:
+    def _insert(self, kb, items, published):
+        """Insert new ``(title, content, source)`` articles in the caller's transaction, in
+        order: IDs, versions, index and events; returns their IDs."""
+        first = self._db.kb_next(kb["pk"], "articles_created", len(items))
+        if first + len(items) - 1 > MAX_ARTICLES_PER_KB:
             raise InvalidArgument(
-                "knowledge base %r is full: it has had %d articles, the most one can hold"
-                % (kb["kb_id"], MAX_ARTICLES_PER_KB), argument="kb_id")
-        article_id = "art-%06d" % number
-        version_us = self._next_version(None)
-        updated_at = format_version(version_us)
-        pk = self._db.article_insert(kb["pk"], article_id, title, content, published,
-                                     version_us, updated_at, source)
+                "knowledge base %r is full: it can hold %d articles over its life, and has had "
+                "%d" % (kb["kb_id"], MAX_ARTICLES_PER_KB, first - 1), argument="kb_id")
+        rows = []
+        for number, (title, content, source) in enumerate(items, first):
+            version_us = self._next_version(None)
+            rows.append(("art-%06d" % number, title, content, published, version_us,
+                         format_version(version_us), source))
+        pks = self._db.articles_insert(kb["pk"], rows)
         if published:
-            self._reindex(kb, pk, False, title, content, True, totals)
-            self._event(kb, EVENT_PUBLISHED, article_id, updated_at)
-        return article_id
+            self._index_new(kb, [(pk, SearchDoc.of(row[1], row[2]))
+                                 for pk, row in zip(pks, rows)])
+            sequence = self._db.kb_next(kb["pk"], "head_sequence", len(rows))
+            self._db.events_insert(kb["pk"], [
+                {"sequence": sequence + i, "type": EVENT_PUBLISHED, "article_id": row[0],
+                 "updated_at": row[5]} for i, row in enumerate(rows)])
+        return [row[0] for row in rows]
 
     def save_article(self, kb_id, article_id, *, content=None, title=None):
         """A person's save (last writer wins); returns the new ``updated_at``.
@@ -727,7 +736,8 @@ class KBStore:
         if kind in ("conflict", "orphan"):
             return
         if kind == "create":
-            action["article_id"] = self._insert(kb, doc.title, doc.content, True, doc.source)
+            action["article_id"] = self._insert(kb, [(doc.title, doc.content, doc.source)],
+                                                True)[0]
             pk = self._db.article_visibility(kb["pk"], action["article_id"])["pk"]
         else:
             row = rows[action.get("previous_source", action["source"])]

@@ -16,6 +16,32 @@ if str(ROOT) not in sys.path:
 import sim  # noqa: E402  (after the path above)
 
 
+def store_address(engine, directory, name, postgres_url=None):
+    """Where a benchmark's new store goes: a file in ``directory``, or a fresh PostgreSQL
+    schema named after ``name`` in the database at ``postgres_url``."""
+    if engine == "sqlite":
+        return os.path.join(directory, name + ".db")
+    import kb_postgres
+
+    return kb_postgres.schema_address(postgres_url, "bench_" + name, fresh=True)
+
+
+def drop_store(engine, address, postgres_url=None):
+    """Remove a benchmark's PostgreSQL schema (files go with their temporary folder)."""
+    if engine == "postgresql":
+        import kb_postgres
+
+        kb_postgres.drop_schema(postgres_url, address.rsplit("%3D", 1)[1])
+
+
+def postgres_version(url):
+    """The server's version string, e.g. "PostgreSQL 15.18"."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return " ".join(conn.execute("SELECT version()").fetchone()[0].split()[:2])
+
+
 def median(values):
     """The median of a non-empty sequence of numbers."""
     ordered = sorted(values)

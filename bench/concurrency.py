@@ -1,11 +1,19 @@
-"""Concurrent edits: 1, 2, 4 and 8 processes editing a few shared articles of one file database.
+"""Concurrent edits: 1, 2, 4 and 8 writer processes, on each engine, in two layouts.
 
-Each process loops for a fixed time: pick one of the shared articles, read it, and edit it
-with the version it read, appending a line unique to this process and attempt. On a
+- ``one``: every process edits the same few articles of one knowledge base: the writers of a
+  knowledge base take turns (SQLite's file lock, PostgreSQL's row lock on the knowledge base),
+  and conflicts grow with the writers.
+- ``separate``: each process edits its own knowledge base in the same store. SQLite still lets
+  one writer into the file at a time; PostgreSQL lets the writers of different knowledge bases
+  run side by side, since its serial point is the knowledge base's row.
+
+Each process loops for a fixed time: pick one of its articles, read it, and edit it with the
+version it read, appending a line unique to this process and attempt. On a
 ``version_conflict`` it re-reads and retries the same line (with a new idempotency key), as
-an agent should. Afterwards the run is audited: ``store.audit()`` finds nothing, the event
-count is the initial count plus the accepted edits, and every accepted line is in its
-article's final content exactly once, at the version its edit reported.
+an agent should. Afterwards the run is audited: ``store.audit()`` finds nothing, each
+knowledge base's event count is its initial count plus its accepted edits, and every
+accepted line is in its article's final content exactly once, at the version its edit
+reported.
 """
 
 import multiprocessing
@@ -21,12 +29,15 @@ import kb_store
 
 KB = "bench"
 SEED = 20261108
+LAYOUTS = ("one", "separate")
+# In the separate layout each process has a knowledge base of its own, this size.
+SEPARATE_ARTICLES = 200
 
 
-def worker(path, article_ids, name, seconds, barrier, results):
+def worker(path, kb, article_ids, name, seconds, barrier, results):
     """One writer process: edit until the deadline; put (counts, accepted edits) on ``results``."""
     rng = random.Random("%s-%d" % (name, SEED))
-    granted = {KB}
+    granted = {kb}
     accepted, conflicts, attempts = [], 0, 0
     with kb_store.KBStore(path) as store:
         barrier.wait()  # every process starts its clock together
@@ -39,11 +50,11 @@ def worker(path, article_ids, name, seconds, barrier, results):
             n += 1
             for retry in range(1000):
                 current = store.call_tool("read_knowledge_article", {
-                    "knowledge_base_id": KB, "article_id": article_id}, granted=granted)
+                    "knowledge_base_id": kb, "article_id": article_id}, granted=granted)
                 attempts += 1
                 try:
                     result = store.call_tool("edit_knowledge_article", {
-                        "knowledge_base_id": KB, "article_id": article_id,
+                        "knowledge_base_id": kb, "article_id": article_id,
                         "content": current["content"] + "\n" + line,
                         "expected_version": current["updated_at"],
                         "idempotency_key": "%s-try%d" % (line, retry)}, granted=granted)
@@ -55,24 +66,27 @@ def worker(path, article_ids, name, seconds, barrier, results):
                 break
             else:
                 raise AssertionError("%s never got an edit through" % line)
-    results.put({"name": name, "attempts": attempts, "conflicts": conflicts,
+    results.put({"name": name, "kb": kb, "attempts": attempts, "conflicts": conflicts,
                  "accepted": accepted})
 
 
-def setup(path, articles, hot):
-    """A store of ``articles`` published articles; returns the IDs of the ``hot`` shared ones."""
+def setup(path, kbs, articles, hot):
+    """A store of knowledge bases ``kbs`` of ``articles`` published articles each; returns
+    ``{kb: IDs of its hot articles}``."""
+    hot_ids = {}
     with kb_store.KBStore(path, create=True) as store:
-        store.create_knowledge_base(KB)
-        ids = store.create_articles(KB, corpus.articles(random.Random(SEED), articles))
-    return ids[:hot]
+        for kb in kbs:
+            store.create_knowledge_base(kb)
+            ids = store.create_articles(kb, corpus.articles(random.Random(SEED), articles))
+            hot_ids[kb] = ids[:hot]
+    return hot_ids
 
 
-def audit(path, hot_ids, initial_head, accepted):
-    """Problems in the store after a run (an empty list when nothing was lost)."""
+def audit(path, kb, hot_ids, initial_head, accepted):
+    """Problems in one knowledge base after a run (an empty list when nothing was lost)."""
     problems = []
     with kb_store.KBStore(path) as store:
-        problems += store.audit()
-        head = store.head_sequence(KB)
+        head = store.head_sequence(kb)
         if head != initial_head + len(accepted):
             problems.append("%d events, expected %d initial + %d accepted"
                             % (head, initial_head, len(accepted)))
@@ -82,8 +96,8 @@ def audit(path, hot_ids, initial_head, accepted):
         after = initial_head
         while after < head:
             page = store.call_tool("poll_resource_events", {
-                "resource_type": "knowledge_base", "resource_id": KB, "after_sequence": after},
-                granted={KB})
+                "resource_type": "knowledge_base", "resource_id": kb, "after_sequence": after},
+                granted={kb})
             for event in page["events"]:
                 events[event["sequence"]] = event
             after = page["next_after_sequence"]
@@ -93,7 +107,7 @@ def audit(path, hot_ids, initial_head, accepted):
                                                                              updated_at):
                 problems.append("edit %r has no matching event (got %r)" % (line, event))
         for article_id in hot_ids:
-            lines = store.get_article(KB, article_id)["content"].split("\n")
+            lines = store.get_article(kb, article_id)["content"].split("\n")
             mine = [a for a in accepted if a[0] == article_id]
             # Accepted edits form one chain per article, so their lines appear in commit order.
             expected = [a[1] for a in sorted(mine, key=lambda a: a[3])]
@@ -104,19 +118,26 @@ def audit(path, hot_ids, initial_head, accepted):
     return problems
 
 
-def run_one(processes, seconds, articles=1000, hot=4, directory=None):
+def run_one(processes, seconds, articles=1000, hot=4, directory=None, engine="sqlite",
+            layout="one", postgres_url=None):
     """One run with ``processes`` writers; returns its row (raises if the audit fails)."""
     tmp = tempfile.mkdtemp(prefix="kb-bench-concurrency-", dir=directory)
+    path = common.store_address(engine, tmp, "concurrency", postgres_url)
     try:
-        path = os.path.join(tmp, "kb.db")
-        hot_ids = setup(path, articles, hot)
+        if layout == "one":
+            kbs = [KB] * processes
+            hot_ids = setup(path, [KB], articles, hot)
+        else:
+            kbs = ["%s-%d" % (KB, i) for i in range(processes)]
+            hot_ids = setup(path, kbs, SEPARATE_ARTICLES, hot)
         with kb_store.KBStore(path) as store:
-            initial_head = store.head_sequence(KB)
+            initial = {kb: store.head_sequence(kb) for kb in hot_ids}
         # spawn: the same start method on every platform, and a fresh interpreter per writer.
         ctx = multiprocessing.get_context("spawn")
         barrier, results = ctx.Barrier(processes), ctx.Queue()
-        procs = [ctx.Process(target=worker, args=(path, hot_ids, "p%d" % i, seconds, barrier,
-                                                  results)) for i in range(processes)]
+        procs = [ctx.Process(target=worker, args=(path, kbs[i], hot_ids[kbs[i]], "p%d" % i,
+                                                  seconds, barrier, results))
+                 for i in range(processes)]
         for proc in procs:
             proc.start()
         # Read results before joining: a child blocks on exit until its queue is drained.
@@ -128,59 +149,75 @@ def run_one(processes, seconds, articles=1000, hot=4, directory=None):
         accepted = [a for o in outcomes for a in o["accepted"]]
         attempts = sum(o["attempts"] for o in outcomes)
         conflicts = sum(o["conflicts"] for o in outcomes)
-        problems = audit(path, hot_ids, initial_head, accepted)
+        with kb_store.KBStore(path) as store:
+            problems = store.audit()
+        for kb in hot_ids:
+            mine = [a for o in outcomes if o["kb"] == kb for a in o["accepted"]]
+            problems += audit(path, kb, hot_ids[kb], initial[kb], mine)
         if problems:
             raise AssertionError("concurrency audit failed: %s" % problems[:5])
-        return {"processes": processes, "seconds": seconds, "accepted": len(accepted),
+        return {"engine": engine, "layout": layout, "processes": processes,
+                "seconds": seconds, "accepted": len(accepted),
                 "edits_per_s": round(len(accepted) / seconds, 1), "attempts": attempts,
                 "conflicts": conflicts,
                 "conflict_rate": round(conflicts / attempts, 4) if attempts else 0.0,
                 "audit": "ok"}
     finally:
+        common.drop_store(engine, path, postgres_url)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run(process_counts=(1, 2, 4, 8), seconds=3.0, articles=1000, hot=4, directory=None,
-        repeats=3):
-    """``repeats`` runs per process count; returns one row per count, with the medians."""
+        repeats=3, engines=("sqlite",), layouts=LAYOUTS, postgres_url=None):
+    """``repeats`` runs per engine, layout and process count; one row each, with the medians."""
     if not process_counts or min(process_counts) < 1:
         raise ValueError("process counts must be at least 1, got %r" % (process_counts,))
     if seconds <= 0:
         raise ValueError("concurrency seconds must be positive, got %r" % seconds)
-    if not 1 <= hot <= articles:
-        raise ValueError("hot articles must be from 1 to %d, got %d" % (articles, hot))
+    if not 1 <= hot <= min(articles, SEPARATE_ARTICLES):
+        raise ValueError("hot articles must be from 1 to %d, got %d"
+                         % (min(articles, SEPARATE_ARTICLES), hot))
     if repeats < 1:
         raise ValueError("concurrency repeats must be at least 1, got %d" % repeats)
     load_start = common.load()
     rows = []
-    for processes in process_counts:
-        # Round-robin would mix the counts; one count's runs back to back keeps each row's
-        # spread a measure of the machine's noise alone.
-        runs = [run_one(processes, seconds, articles, hot, directory) for _ in range(repeats)]
-        rates = [r["edits_per_s"] for r in runs]
-        rows.append({"processes": processes, "seconds": seconds, "runs": runs,
-                     "edits_per_s": common.median(rates), "edits_per_s_range": [min(rates),
-                                                                                max(rates)],
-                     "conflict_rate": common.median([r["conflict_rate"] for r in runs]),
-                     "accepted": sum(r["accepted"] for r in runs),
-                     "conflicts": sum(r["conflicts"] for r in runs),
-                     "audit": "ok" if all(r["audit"] == "ok" for r in runs) else "FAILED"})
+    for engine in engines:
+        for layout in layouts:
+            for processes in process_counts:
+                # One count's runs back to back: each row's spread is the machine's noise alone.
+                runs = [run_one(processes, seconds, articles, hot, directory, engine, layout,
+                                postgres_url) for _ in range(repeats)]
+                rates = [r["edits_per_s"] for r in runs]
+                rows.append({"engine": engine, "layout": layout, "processes": processes,
+                             "seconds": seconds, "runs": runs,
+                             "edits_per_s": common.median(rates),
+                             "edits_per_s_range": [min(rates), max(rates)],
+                             "conflict_rate": common.median([r["conflict_rate"] for r in runs]),
+                             "accepted": sum(r["accepted"] for r in runs),
+                             "conflicts": sum(r["conflicts"] for r in runs),
+                             "audit": "ok" if all(r["audit"] == "ok" for r in runs)
+                             else "FAILED"})
     return {"rows": rows, "articles": articles, "hot": hot, "repeats": repeats,
             "load": [load_start, common.load()]}
 
 
 def render(result):
     """The concurrency rows as a Markdown table."""
-    rows = [[r["processes"], "%d x %.1f s" % (len(r["runs"]), r["seconds"]),
+    firsts = {}
+    for r in result["rows"]:
+        firsts.setdefault((r["engine"], r["layout"]), r["edits_per_s"])
+    rows = [[r["engine"], r["layout"], r["processes"],
+             "%d x %.1f s" % (len(r["runs"]), r["seconds"]),
              "%.0f" % r["edits_per_s"], "%.0f-%.0f" % tuple(r["edits_per_s_range"]),
-             "%.0f" % (r["edits_per_s"] / result["rows"][0]["edits_per_s"] * 100) + "%",
+             "%.0f%%" % (r["edits_per_s"] / firsts[(r["engine"], r["layout"])] * 100),
              "%.1f%%" % (100 * r["conflict_rate"]), common.n(r["accepted"]),
              common.n(r["conflicts"]), r["audit"]] for r in result["rows"]]
-    return common.table(["processes", "runs", "edits/s (median)", "range",
-                         "vs first row", "conflict rate (median)", "accepted edits (all runs)",
-                         "conflicts (all runs)", "audit: no lost edit, no missing event"],
-                        rows) + (
-        "\n\n%s published articles; every process edits the same %d, each edit a read and a "
-        "compare-and-swap with the version read; a conflict is re-read and retried. Conflict "
-        "rate = rejected edit attempts / all edit attempts."
-        % (common.n(result["articles"]), result["hot"]))
+    return common.table(["engine", "knowledge bases", "processes", "runs", "edits/s (median)",
+                         "range", "vs 1 process", "conflict rate (median)",
+                         "accepted edits (all runs)", "conflicts (all runs)",
+                         "audit: no lost edit, no missing event"], rows) + (
+        "\n\none: every process edits the same %d articles of one knowledge base of %s "
+        "articles; separate: each process edits %d articles of its own knowledge base (of %d). "
+        "Every edit is a read and a compare-and-swap with the version read; a conflict is "
+        "re-read and retried. Conflict rate = rejected edit attempts / all edit attempts."
+        % (result["hot"], common.n(result["articles"]), result["hot"], SEPARATE_ARTICLES))

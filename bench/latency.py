@@ -1,4 +1,5 @@
-"""Tool latency against knowledge-base size, on a file database in WAL mode.
+"""Tool latency against knowledge-base size, on each engine: a SQLite file in WAL mode, and a
+PostgreSQL schema on a server reached over its Unix socket.
 
 For each size: build a knowledge base of that many published articles of about 300 words
 (``create_articles``, the store's bulk load in one transaction), then time, each call alone
@@ -30,7 +31,7 @@ WARMUP = 20
 
 
 def build(path, count, seed=SEED):
-    """A store file of ``count`` published articles; returns (titles, seconds to build)."""
+    """A store of ``count`` published articles; returns (titles, seconds to build)."""
     rng = random.Random(seed)
     articles = corpus.articles(rng, count)
     started = time.perf_counter()
@@ -38,6 +39,7 @@ def build(path, count, seed=SEED):
         store.create_knowledge_base(KB)
         # The bulk load: one transaction and one index segment for the lot.
         store.create_articles(KB, articles)
+        store.optimize(KB)
     return [title for title, _ in articles], time.perf_counter() - started
 
 
@@ -117,8 +119,8 @@ def matches_per_query(path, titles, queries, seed=SEED):
 
 
 def run(sizes=(1000, 10000, 100000), searches=300, reads=1000, edits=300, polls=300,
-        directory=None):
-    """Build and measure each size in a temporary directory; returns one row per size."""
+        directory=None, engines=("sqlite",), postgres_url=None):
+    """Build and measure each size on each engine; returns one row per (engine, size)."""
     if not sizes or min(sizes) < 2:
         raise ValueError("latency sizes must be at least 2 articles, got %r" % (sizes,))
     for name, value in (("searches", searches), ("reads", reads), ("edits", edits),
@@ -128,29 +130,34 @@ def run(sizes=(1000, 10000, 100000), searches=300, reads=1000, edits=300, polls=
     rows = []
     load_start = common.load()
     for size in sizes:
-        tmp = tempfile.mkdtemp(prefix="kb-bench-latency-", dir=directory)
-        try:
-            path = os.path.join(tmp, "kb.db")
-            titles, build_s = build(path, size)
-            t = measure(path, titles, searches, reads, edits, polls)
-            rows.append({
-                "articles": size,
-                "build_s": round(build_s, 2),
-                "db_mb": round(os.path.getsize(path) / 1e6, 1),
-                "search_p50_ms": _ms(common.median(t["search"])),
-                "search_p99_ms": _ms(common.percentile(t["search"], 99)),
-                "search_top1": round(t["search_top1"] / len(t["search"]), 3),
-                "search_matches_p50": matches_per_query(path, titles, searches),
-                "read_p50_ms": _ms(common.median(t["read"])),
-                "read_p99_ms": _ms(common.percentile(t["read"], 99)),
-                "edit_p50_ms": _ms(common.median(t["edit"])),
-                "edit_p99_ms": _ms(common.percentile(t["edit"], 99)),
-                "poll100_p50_ms": _ms(common.median(t["poll"])),
-                "poll100_p99_ms": _ms(common.percentile(t["poll"], 99)),
-                "calls": {"search": searches, "read": reads, "edit": edits, "poll": polls},
-            })
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        for engine in engines:
+            tmp = tempfile.mkdtemp(prefix="kb-bench-latency-", dir=directory)
+            path = common.store_address(engine, tmp, "latency%d" % size, postgres_url)
+            try:
+                titles, build_s = build(path, size)
+                t = measure(path, titles, searches, reads, edits, polls)
+                rows.append({
+                    "engine": engine,
+                    "articles": size,
+                    "build_s": round(build_s, 2),
+                    "db_mb": round(os.path.getsize(path) / 1e6, 1) if engine == "sqlite"
+                    else None,
+                    "search_p50_ms": _ms(common.median(t["search"])),
+                    "search_p99_ms": _ms(common.percentile(t["search"], 99)),
+                    "search_top1": round(t["search_top1"] / len(t["search"]), 3),
+                    "search_matches_p50": matches_per_query(path, titles, searches)
+                    if engine == "sqlite" else None,
+                    "read_p50_ms": _ms(common.median(t["read"])),
+                    "read_p99_ms": _ms(common.percentile(t["read"], 99)),
+                    "edit_p50_ms": _ms(common.median(t["edit"])),
+                    "edit_p99_ms": _ms(common.percentile(t["edit"], 99)),
+                    "poll100_p50_ms": _ms(common.median(t["poll"])),
+                    "poll100_p99_ms": _ms(common.percentile(t["poll"], 99)),
+                    "calls": {"search": searches, "read": reads, "edit": edits, "poll": polls},
+                })
+            finally:
+                common.drop_store(engine, path, postgres_url)
+                shutil.rmtree(tmp, ignore_errors=True)
     return {"rows": rows, "load": [load_start, common.load()]}
 
 
@@ -166,19 +173,24 @@ def render(result):
     """The latency rows as a Markdown table."""
     rows = []
     for r in result["rows"]:
-        rows.append([common.n(r["articles"]), "%.1f s" % r["build_s"], "%.0f" % r["db_mb"],
-                     r["search_p50_ms"], r["search_p99_ms"], common.n(int(r["search_matches_p50"])),
-                     "%.0f%%" % (100 * r["search_top1"]), r["read_p50_ms"], r["read_p99_ms"],
+        rows.append([r["engine"], common.n(r["articles"]), "%.1f s" % r["build_s"],
+                     "%.0f" % r["db_mb"] if r["db_mb"] is not None else "-",
+                     r["search_p50_ms"], r["search_p99_ms"],
+                     common.n(int(r["search_matches_p50"]))
+                     if r["search_matches_p50"] is not None else "-",
+                     "%.1f%%" % (100 * r["search_top1"]), r["read_p50_ms"], r["read_p99_ms"],
                      r["edit_p50_ms"], r["edit_p99_ms"], r["poll100_p50_ms"], r["poll100_p99_ms"]])
-    header = ["articles", "build", "MB", "search p50 ms", "search p99 ms", "matches/query",
-              "top hit = asked", "read p50 ms", "read p99 ms", "edit p50 ms", "edit p99 ms",
-              "poll 100 p50 ms", "poll 100 p99 ms"]
+    header = ["engine", "articles", "build", "MB", "search p50 ms", "search p99 ms",
+              "matches/query", "top hit = asked", "read p50 ms", "read p99 ms", "edit p50 ms",
+              "edit p99 ms", "poll 100 p50 ms", "poll 100 p99 ms"]
     text = common.table(header, rows)
-    if result["rows"]:
-        biggest = result["rows"][-1]
+    sqlite_rows = [r for r in result["rows"] if r["engine"] == "sqlite"]
+    if sqlite_rows:
+        biggest = max(sqlite_rows, key=lambda r: r["articles"])
         verdicts = ["%s %s (target %s ms: %s)" % (
             key.replace("_ms", "").replace("_", " "), biggest[key], target,
             "met" if biggest[key] <= target else "missed")
             for key, target in TARGETS_MS.items()]
-        text += "\n\nAt %s articles: %s." % (common.n(biggest["articles"]), "; ".join(verdicts))
+        text += "\n\nSQLite at %s articles: %s." % (common.n(biggest["articles"]),
+                                                   "; ".join(verdicts))
     return text

@@ -20,6 +20,7 @@ import time
 
 import common
 import concurrency
+import pgcluster
 import latency
 import scaling
 import search
@@ -30,14 +31,14 @@ BENCHMARKS = ("sim", "latency", "search", "scaling", "concurrency")
 # Full runs: a few minutes in all on a two-core machine. Quick: a smoke run of seconds.
 FULL = {"repeats": 5, "sim_args": sim_time.DEFAULT_ARGS,
         "sizes": (1000, 10000, 100000), "searches": 300, "reads": 1000, "edits": 300,
-        "search_sizes": (10000, 100000),
+        "search_sizes": (10000, 100000), "engines": ("sqlite", "postgresql"),
         "polls": 300, "scales": (1, 10, 30), "factor_scale": 3,
         "processes": (1, 2, 4, 8), "seconds": 3.0, "articles": 1000, "runs": 3}
 QUICK = {"repeats": 1,
          "sim_args": ("--seeds", "1", "--articles", "40", "--questions", "12", "--saves", "30",
                       "--processes", "1"),
          "sizes": (100, 300), "searches": 20, "reads": 50, "edits": 20, "polls": 20,
-         "search_sizes": (200,),
+         "search_sizes": (200,), "engines": ("sqlite",),
          "scales": (0.05, 0.1), "factor_scale": 0.1,
          "processes": (1, 2), "seconds": 0.3, "articles": 50, "runs": 1}
 
@@ -69,6 +70,14 @@ def _only(text):
     return names
 
 
+def _engines(text):
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names or any(name not in ("sqlite", "postgresql") for name in names):
+        raise argparse.ArgumentTypeError("--engines takes sqlite, postgresql or both; got %r"
+                                         % text)
+    return names
+
+
 def _positive(kind, name):
     def parse(text):
         try:
@@ -89,6 +98,13 @@ def parser():
                    help="comma list of benchmarks to run: %s (default all)" % ", ".join(BENCHMARKS))
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--dir", metavar="DIR", help="where the temporary databases go")
+    p.add_argument("--engines", type=_engines, metavar="NAMES",
+                   help="latency, search and concurrency: sqlite, postgresql or both "
+                        "(default both; --quick: sqlite)")
+    p.add_argument("--postgres", metavar="URL",
+                   help="measure PostgreSQL on this server (default: a throwaway cluster "
+                        "started with initdb and pg_ctl, fsync on); each benchmark uses fresh "
+                        "schemas bench_* and drops them")
     p.add_argument("--repeats", type=_positive(int, "--repeats"), help="sim: runs (default 5)")
     p.add_argument("--sizes", type=_list(int, "--sizes"),
                    help="latency: article counts (default 1000,10000,100000)")
@@ -111,29 +127,32 @@ def settings(args):
     """The sizes to run: full or quick, with any option given on the command line on top."""
     chosen = dict(QUICK if args.quick else FULL)
     for name in ("repeats", "sizes", "searches", "search_sizes", "scales", "processes",
-                 "seconds", "runs"):
+                 "seconds", "runs", "engines"):
         if getattr(args, name) is not None:
             chosen[name] = getattr(args, name)
     return chosen
 
 
-def run(names, s, directory=None):
+def run(names, s, directory=None, postgres_url=None):
     """Run the named benchmarks with settings ``s``; returns {name: result}."""
     results = {}
+    engines = s["engines"]
     for name in names:
         started = time.perf_counter()
         if name == "sim":
             result = sim_time.run(s["repeats"], s["sim_args"])
         elif name == "latency":
             result = latency.run(s["sizes"], s["searches"], s["reads"], s["edits"], s["polls"],
-                                 directory)
+                                 directory, engines, postgres_url)
         elif name == "search":
-            result = search.run(s["search_sizes"], s["searches"], directory)
+            result = search.run(s["search_sizes"], s["searches"], directory, engines,
+                                postgres_url)
         elif name == "scaling":
             result = scaling.run(s["scales"], factor_scale=s["factor_scale"])
         else:
             result = concurrency.run(s["processes"], s["seconds"], s["articles"],
-                                     directory=directory, repeats=s["runs"])
+                                     directory=directory, repeats=s["runs"], engines=engines,
+                                     postgres_url=postgres_url)
         result["bench_seconds"] = round(time.perf_counter() - started, 1)
         results[name] = result
     return results
@@ -150,6 +169,11 @@ def render(results, info, quick):
                                  else ""),
            "Machine: %(cpus)s CPUs (%(cpu)s), Python %(python)s, SQLite %(sqlite)s, "
            "%(platform)s.\n" % info]
+    if info.get("postgresql"):
+        out.append("PostgreSQL: %s, on this machine, reached over its Unix socket, fsync on.\n"
+                   % info["postgresql"])
+    if info.get("postgresql_skipped"):
+        out.append("PostgreSQL not measured: %s.\n" % info["postgresql_skipped"])
     code = info.get("code")
     if code:
         out.append("Code: commit %s%s.\n" % (code["commit"], (
@@ -168,10 +192,23 @@ def main(argv=None):
     p = parser()
     args = p.parse_args(argv)
     info = dict(common.machine(), code=common.code_version())
+    chosen = settings(args)
+    cleanup, skipped = (lambda: None), None
+    if "postgresql" in chosen["engines"] and set(args.only) & {"latency", "search",
+                                                               "concurrency"}:
+        postgres_url, cleanup, skipped = pgcluster.server_for(args.postgres)
+        if skipped:
+            chosen["engines"] = tuple(e for e in chosen["engines"] if e != "postgresql")
+        else:
+            info["postgresql"] = common.postgres_version(postgres_url)
     try:
-        results = run(args.only, settings(args), args.dir)
+        results = run(args.only, chosen, args.dir, None if skipped else postgres_url
+                      if "postgresql" in chosen["engines"] else None)
     except ValueError as exc:  # a size the benchmark cannot run, e.g. --sizes 1
         p.error(str(exc))
+    finally:
+        cleanup()
+    info["postgresql_skipped"] = skipped
     print(render(results, info, args.quick))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -4,7 +4,8 @@ For each size, one knowledge base of the bench corpus (``corpus.py``) is built, 
 queries (each an article's own title, lower-cased, as the simulated agent asks; limit 10) go
 to every engine in turn, interleaved query by query so that a noisy moment hits them all:
 
-- ``ours``: ``search_knowledge_base`` on the store (SQLite, or PostgreSQL with ``--postgres``);
+- ``ours``: ``search_knowledge_base`` on the store, on each engine measured (SQLite, and
+  PostgreSQL where a server is at hand): the same ranking, computed by the same code;
 - ``fts5-or-bm25``: plain FTS5 over the same titles and bodies (``unicode61
   remove_diacritics 2``), every query word ORed, ranked by ``bm25(fts, 5, 1)``: what a
   knowledge base on SQLite gets without a ranking of its own;
@@ -12,7 +13,7 @@ to every engine in turn, interleaved query by query so that a noisy moment hits 
   installed; skipped with the reason otherwise.
 
 Reported per engine: p50 and p99 latency, how often the asked article is the first hit, the
-mean number of hits, and how much of each top 10 is also in ours.
+mean number of hits, and how much of each top 10 is also in ours (on SQLite).
 """
 
 import os
@@ -42,9 +43,8 @@ def _words(query):
 class Ours:
     """The store's own search tool."""
 
-    name = "ours"
-
-    def __init__(self, address, articles):
+    def __init__(self, address, articles, engine):
+        self.name = "ours (%s)" % engine
         with kb_store.KBStore(address, create=True) as store:
             store.create_knowledge_base(KB)
             store.create_articles(KB, articles)
@@ -142,31 +142,35 @@ def tantivy_available():
     return None
 
 
-def measure(size, queries=300, directory=None, postgres_url=None):
+def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url=None):
     """Build every engine at ``size`` articles and time the same queries on each."""
     rng = random.Random(SEED)
     articles = corpus.articles(rng, size)
     tmp = tempfile.mkdtemp(prefix="kb-bench-search-", dir=directory)
-    engines, skipped = [], {}
+    engines_built, skipped, build, addresses = [], {}, {}, []
     try:
-        address = postgres_url or os.path.join(tmp, "ours.db")
-        started = time.perf_counter()
-        engines.append(Ours(address, articles))
-        build = {"ours": time.perf_counter() - started}
+        for engine in engines:
+            address = common.store_address(engine, tmp, "search%d" % size, postgres_url)
+            addresses.append((engine, address))
+            started = time.perf_counter()
+            engines_built.append(Ours(address, articles, engine))
+            build[engines_built[-1].name] = time.perf_counter() - started
         for make in (PlainFTS5, Tantivy):
             if make is Tantivy and tantivy_available():
                 skipped[make.name] = tantivy_available()
                 continue
             started = time.perf_counter()
-            engines.append(make(os.path.join(tmp, make.name), articles))
+            engines_built.append(make(os.path.join(tmp, make.name), articles))
             build[make.name] = time.perf_counter() - started
+        reference = engines_built[0].name
         qrng = random.Random(SEED + 2)
         asked = [min(int(qrng.random() * size), size - 1) for _ in range(WARMUP + queries)]
-        results = {e.name: {"seconds": [], "first": 0, "hits": 0, "overlap": 0} for e in engines}
+        results = {e.name: {"seconds": [], "first": 0, "hits": 0, "overlap": 0}
+                   for e in engines_built}
         for i, index in enumerate(asked):
             query = corpus.question(articles[index][0])
             tops = {}
-            for engine in engines:
+            for engine in engines_built:
                 started = time.perf_counter()
                 top = engine.search(query)
                 seconds = time.perf_counter() - started
@@ -177,26 +181,31 @@ def measure(size, queries=300, directory=None, postgres_url=None):
                     r["first"] += bool(top) and top[0] == "art-%06d" % (index + 1)
                     r["hits"] += len(top)
             if i >= WARMUP:
-                for engine in engines:
+                for engine in engines_built:
                     results[engine.name]["overlap"] += len(set(tops[engine.name])
-                                                          & set(tops["ours"]))
+                                                          & set(tops[reference]))
         rows = []
-        for engine in engines:
+        for engine in engines_built:
             r = results[engine.name]
             n = len(r["seconds"])
-            rows.append({"engine": engine.name, "articles": size, "build_s": round(build[engine.name], 1),
+            rows.append({"engine": engine.name, "articles": size,
+                         "build_s": round(build[engine.name], 1),
                          "p50_ms": round(common.median(r["seconds"]) * 1000, 3),
                          "p99_ms": round(common.percentile(r["seconds"], 99) * 1000, 3),
-                         "first_hit": round(r["first"] / n, 4), "mean_hits": round(r["hits"] / n, 2),
+                         "first_hit": round(r["first"] / n, 4),
+                         "mean_hits": round(r["hits"] / n, 2),
                          "top10_overlap": round(r["overlap"] / max(r["hits"], 1), 3)})
         return {"rows": rows, "skipped": skipped}
     finally:
-        for engine in engines:
+        for engine in engines_built:
             engine.close()
+        for engine, address in addresses:
+            common.drop_store(engine, address, postgres_url)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(sizes=(10000, 100000), queries=300, directory=None, postgres_url=None):
+def run(sizes=(10000, 100000), queries=300, directory=None, engines=("sqlite",),
+        postgres_url=None):
     """The comparison at each size."""
     if not sizes or min(sizes) < 2:
         raise ValueError("search sizes must be at least 2 articles, got %r" % (sizes,))
@@ -205,7 +214,7 @@ def run(sizes=(10000, 100000), queries=300, directory=None, postgres_url=None):
     load_start = common.load()
     rows, skipped = [], {}
     for size in sizes:
-        result = measure(size, queries, directory, postgres_url)
+        result = measure(size, queries, directory, engines, postgres_url)
         rows += result["rows"]
         skipped.update(result["skipped"])
     return {"rows": rows, "skipped": skipped, "queries": queries,
@@ -218,7 +227,7 @@ def render(result):
              r["p99_ms"], "%.1f%%" % (100 * r["first_hit"]), r["mean_hits"],
              "%.0f%%" % (100 * r["top10_overlap"])] for r in result["rows"]]
     text = common.table(["articles", "engine", "build", "p50 ms", "p99 ms", "asked article first",
-                         "mean hits", "top-10 overlap with ours"], rows)
+                         "mean hits", "top-10 overlap with ours (sqlite)"], rows)
     for name, why in sorted(result["skipped"].items()):
         text += "\n\n%s skipped: %s." % (name, why)
     return text

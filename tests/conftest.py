@@ -8,12 +8,8 @@ PostgreSQL refuses root), on a Unix socket in a temporary folder; or of the serv
 and says why.
 """
 
-import glob
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -28,6 +24,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kb_store import KBStore  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from pgcluster import PostgresCluster, postgres_binaries  # noqa: E402
 
 # The day the simulation starts: the date the live tool list was fetched.
 START = datetime(2026, 11, 8, 9, 0, 0, tzinfo=timezone.utc)
@@ -62,57 +61,6 @@ def clock():
 ENGINES = ["sqlite", "postgresql"]
 
 
-def _postgres_binaries():
-    """``(initdb, pg_ctl)`` of the newest PostgreSQL installed, or None."""
-    for initdb in [shutil.which("initdb")] + sorted(
-            glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-            key=lambda p: int(p.split("/")[-3]) if p.split("/")[-3].isdigit() else 0,
-            reverse=True):
-        if initdb and os.path.exists(os.path.join(os.path.dirname(initdb), "pg_ctl")):
-            return initdb, os.path.join(os.path.dirname(initdb), "pg_ctl")
-    return None
-
-
-class PostgresCluster:
-    """A throwaway PostgreSQL cluster on a Unix socket, run as ``postgres`` under root."""
-
-    def __init__(self, initdb, pg_ctl):
-        self.pg_ctl = pg_ctl
-        self.dir = tempfile.mkdtemp(prefix="kb-pg-")
-        self.data = os.path.join(self.dir, "data")
-        self.as_user = []
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            import pwd
-
-            user = pwd.getpwnam("postgres")
-            os.chown(self.dir, user.pw_uid, user.pw_gid)
-            self.as_user = ["runuser", "-u", "postgres", "--"]
-        self.run(initdb, "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
-                 "--locale=C", "--no-sync")
-        self.start()
-        self.url = "postgresql://postgres@/postgres?host=%s" % quote(self.dir)
-
-    def run(self, *argv, check=True):
-        """Run a PostgreSQL program as the cluster's user."""
-        return subprocess.run(self.as_user + list(argv), check=check, capture_output=True,
-                              timeout=120)
-
-    def start(self):
-        """Start the server (again); returns when it accepts connections."""
-        self.run(self.pg_ctl, "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-o",
-                 "-k %s -c listen_addresses='' -c fsync=off -c max_connections=60" % self.dir,
-                 "start")
-
-    def stop(self, mode="fast"):
-        """Stop the server; ``immediate`` is an abrupt stop, as a crash would be."""
-        self.run(self.pg_ctl, "-D", self.data, "-m", mode, "-w", "stop", check=False)
-
-    def remove(self):
-        """Stop the server and delete the cluster."""
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def postgres(request):
     """``(cluster or None, base URL)`` of a PostgreSQL server for this session, or a skip."""
@@ -125,7 +73,7 @@ def postgres(request):
     if url:
         yield None, url
         return
-    binaries = _postgres_binaries()
+    binaries = postgres_binaries()
     if binaries is None:
         pytest.skip("PostgreSQL tests skipped: no initdb and pg_ctl on this machine, and "
                     "KB_TEST_POSTGRES_URL is not set")
