@@ -36,8 +36,9 @@ def test_quick_run_prints_every_table_and_writes_json(tmp_path):
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["results"]) == {"sim", "latency", "search", "scaling", "concurrency"}
     engines = {row["engine"]: row for row in data["results"]["search"]["rows"]}
-    assert {"ours", "fts5-or-bm25"} <= set(engines)
-    assert engines["ours"]["top10_overlap"] == 1.0 and engines["ours"]["mean_hits"] > 0
+    assert {"ours (sqlite)", "fts5-or-bm25"} <= set(engines)
+    assert engines["ours (sqlite)"]["top10_overlap"] == 1.0
+    assert engines["ours (sqlite)"]["mean_hits"] > 0
     assert "tantivy" in engines or "tantivy" in data["results"]["search"]["skipped"]
     assert all(row["audit"] == "ok" for row in data["results"]["concurrency"]["rows"])
     sim_result = data["results"]["sim"]
