@@ -103,3 +103,12 @@ def test_statistics():
     assert common.percentile([7], 99) == 7
     with pytest.raises(ValueError):
         common.median([])
+
+
+def test_the_benchmarks_measure_postgresql_or_say_why_not(tmp_path):
+    done = run_bench("--quick", "--only", "latency", "--engines", "sqlite,postgresql",
+                     "--sizes", "50", "--dir", str(tmp_path))
+    stdout = done.stdout.decode("utf-8")
+    assert done.returncode == 0, done.stderr.decode("utf-8")
+    assert "| sqlite | 50 |" in stdout
+    assert "| postgresql | 50 |" in stdout or "PostgreSQL not measured:" in stdout
