@@ -357,11 +357,34 @@ def cmd_audit(store, args, out):
     return EXIT_ERROR if problems else EXIT_OK
 
 
+def cmd_token(store, args, out):
+    """Bearer tokens for the HTTP server: create (printed once), list, revoke."""
+    if args.token_command == "create":
+        token = store.create_token(args.name, args.grant, args.writes)
+        if args.json:
+            return print_json({"name": args.name, "token": token, "grants": args.grant,
+                               "writes": args.writes}, out)
+        print(token, file=out)
+        print("%s: token %s grants %s, writes %s; it is shown only now: keep it where its "
+              "client can read it" % (PROG, args.name, ", ".join(args.grant), args.writes),
+              file=sys.stderr)
+    elif args.token_command == "list":
+        rows = store.list_tokens()
+        if args.json:
+            return print_json(rows, out)
+        print(table(["NAME", "WRITES", "CREATED", "REVOKED", "GRANTS"],
+                    [[r["name"], r["writes"], r["created_at"], r["revoked_at"] or "-",
+                      ", ".join(r["grants"])] for r in rows]), file=out)
+    else:
+        print("revoked token %s at %s" % (args.name, store.revoke_token(args.name)), file=out)
+
+
 COMMANDS = {
     "init": cmd_init, "knowledge-bases": cmd_knowledge_bases, "add": cmd_add, "save": cmd_save,
     "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
     "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
-    "audit": cmd_audit, "upgrade": None,  # upgrade opens the store its own way (main)
+    "audit": cmd_audit, "token": cmd_token,
+    "upgrade": None,  # upgrade opens the store its own way (main)
 }
 
 
@@ -468,6 +491,26 @@ def build_parser():
                    help="overwrite articles edited since the last import with their files")
 
     command("audit", "check the stored data for inconsistencies (exit 1 if any)")
+
+    p = command("token", "bearer tokens for kb-server --http: create, list, revoke")
+    tokens = p.add_subparsers(dest="token_command", metavar="ACTION",
+                              help="create NAME --grant KB..., list, or revoke NAME")
+    tokens.required = True
+    t = tokens.add_parser("create", parents=[common], help="make a token; it is printed once",
+                          description="Make a bearer token that grants knowledge bases; it is "
+                                      "printed once and only its SHA-256 is kept.")
+    t.add_argument("name", metavar="NAME", help="a name for the token (who or what holds it)")
+    t.add_argument("--grant", action="append", required=True, metavar="KB",
+                   help="a knowledge base the token may use; repeat for several")
+    t.add_argument("--writes", choices=kb_store.WRITE_MODES, default="ask",
+                   help="ask: a person approves each edit (default); allow: edits go through; "
+                        "deny: read only")
+    tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
+                      "themselves)", description="List the tokens: name, grants, writes, "
+                      "created, revoked.")
+    t = tokens.add_parser("revoke", parents=[common], help="revoke a token at once",
+                          description="Revoke a token: its next request is refused.")
+    t.add_argument("name", metavar="NAME", help="the token's name")
     command("upgrade", "bring a store made by an older version up to this one's schema")
     return parser
 

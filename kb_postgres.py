@@ -51,7 +51,7 @@ except ImportError:  # the [postgres] extra is not installed; said when a store 
 
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "articles", "events", "idempotency", "search_docs",
-          "search_terms", "title_terms")
+          "search_terms", "title_terms", "tokens")
 
 SCHEMA_SQL = """
 CREATE TABLE kb_meta (
@@ -127,6 +127,14 @@ CREATE TABLE title_terms (
     title_len INTEGER NOT NULL,
     pk BIGINT NOT NULL,
     PRIMARY KEY (kb_pk, term, title_len, pk)
+);
+CREATE TABLE tokens (
+    name TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    grants TEXT NOT NULL,
+    writes TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
 )
 """
 

@@ -94,7 +94,18 @@ CREATE TABLE title_terms (
     PRIMARY KEY (kb_pk, term, title_len, pk)
 ) WITHOUT ROWID;
 """
-SCHEMA_SQL = CORE_SQL + SEARCH_SQL
+# Bearer tokens for the HTTP server: only a SHA-256 of each is kept, with what it grants.
+TOKENS_SQL = """
+CREATE TABLE tokens (
+    name TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    grants TEXT NOT NULL,
+    writes TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+"""
+SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL
 
 # Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).
@@ -104,7 +115,7 @@ MIGRATIONS = {
         "CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us)",
         "ALTER TABLE knowledge_bases ADD COLUMN title_tokens INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE knowledge_bases ADD COLUMN body_tokens INTEGER NOT NULL DEFAULT 0"]
-    + SEARCH_SQL.split(";"),
+    + SEARCH_SQL.split(";") + TOKENS_SQL.split(";"),
 }
 
 # One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:

@@ -18,7 +18,9 @@ how each engine stores and locks is in its module. The command line is ``kb_cli`
 
 import collections
 import contextlib
+import hashlib
 import json
+import secrets
 import sys
 
 import kb_core
@@ -38,6 +40,13 @@ from kb_core import (  # noqa: F401  (the public names of the package, re-export
 
 # The address forms that name a PostgreSQL store; anything else is a SQLite path.
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+# How a token lets its holder's edits through: a person approves each, all go, or none do.
+WRITE_MODES = ("ask", "allow", "deny")
+# Tokens are 32 random bytes (RFC 6750 bearer tokens need no more), prefixed so that one
+# found in a log or a repository is recognisable, and stored only as a SHA-256.
+TOKEN_PREFIX = "kbt_"
+TOKEN_NAME_MAX = 64
 
 
 def _string(description, min_length=1, max_length=ID_MAX, **extra):
@@ -268,6 +277,11 @@ def _gap(kb, missing, head):
         % (kb["kb_id"], missing, head),
         knowledge_base_id=kb["kb_id"], missing_sequence=missing, head_sequence=head,
         retryable=False)
+
+
+def token_digest(token):
+    """The SHA-256 under which a token is kept (hex); equal digests are compared in SQL."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def open_engine(address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
@@ -751,6 +765,59 @@ class KBStore:
         # What the import wrote, or found equal to its file: later edits are told apart by it.
         self._db.article_mark_imported(pk)
         action["version"] = self._db.article(pk)["updated_at"]
+
+    # -- bearer tokens (the HTTP server's clients) ----------------------------------------------
+
+    def create_token(self, name, grants, writes="ask"):
+        """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
+        is ever shown (the store keeps its SHA-256)."""
+        check_people_string(name, "name", TOKEN_NAME_MAX)
+        grants = list(dict.fromkeys(grants))
+        if not grants:
+            raise InvalidArgument("a token needs at least one knowledge base to grant",
+                                  argument="grant")
+        if writes not in WRITE_MODES:
+            raise InvalidArgument("writes must be one of %s, got %s"
+                                  % (", ".join(WRITE_MODES), shown(writes)), argument="writes")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self._db.write():
+            if self._db.token_by_name(name) is not None:
+                raise InvalidArgument("a token named %r exists already (revoked tokens keep "
+                                      "their names); choose another name" % name,
+                                      argument="name")
+            for kb_id in grants:
+                self._kb(kb_id)
+            self._db.token_insert(name, token_digest(token), json.dumps(grants), writes,
+                                  format_version(self._now_us()))
+        return token
+
+    def list_tokens(self):
+        """Every token's name, grants, write mode, creation and revocation times."""
+        with self._db.read():
+            rows = self._db.token_list()
+        return [dict(row, grants=json.loads(row["grants"])) for row in rows]
+
+    def revoke_token(self, name):
+        """Revoke a token: its next request is refused. Returns the revocation time."""
+        with self._db.write():
+            row = self._db.token_by_name(name)
+            if row is None:
+                raise NotFound("there is no token named %r" % (name,), token=name)
+            if row["revoked_at"] is not None:
+                return row["revoked_at"]
+            revoked_at = format_version(self._now_us())
+            self._db.token_revoke(name, revoked_at)
+            return revoked_at
+
+    def token_principal(self, token):
+        """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
+        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+            return None
+        with self._db.read():
+            row = self._db.token_by_hash(token_digest(token))
+        if row is None:
+            return None
+        return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"]}
 
     # -- agent's side ----------------------------------------------------------------------------
 

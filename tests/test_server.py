@@ -321,11 +321,14 @@ def test_handshake_answers_latest_for_an_unknown_version(start, db):
 
 
 def test_requests_before_initialize_are_refused_but_ping_is_answered(start, db):
+    # 2026-07-28 basic/index.mdx, "Per-request protocol fields": a request missing the
+    # required _meta is malformed, -32602; with no handshake either, it names both ways.
     client = start(db.path)
     assert client.call("ping", request_id="p")["result"] == {}
     response = client.call("tools/list")
-    assert response["error"]["code"] == -32600
+    assert response["error"]["code"] == -32602
     assert "initialize" in response["error"]["message"]
+    assert "_meta" in response["error"]["message"]
     client.initialize()
     response = client.call("initialize", {"protocolVersion": LATEST})
     assert response["error"]["code"] == -32600 and "already" in response["error"]["message"]
@@ -470,9 +473,10 @@ def test_malformed_tools_call_is_invalid_params(start, db, params):
 
 def test_unknown_methods_are_answered_at_once(start, db):
     client = start(db.path)
-    # server/discover comes before the handshake from newer clients: it must not time out.
+    # server/discover without the 2026-07-28 _meta is malformed (basic/index.mdx,
+    # "Per-request protocol fields"): answered at once, never left to time out.
     response = client.call("server/discover", {}, request_id="d")
-    assert response["error"]["code"] == -32601
+    assert response["error"]["code"] == -32602
     client.initialize()
     for method in ("server/discover", "resources/list", "prompts/list", "tools/delete"):
         assert client.call(method)["error"]["code"] == -32601
@@ -743,12 +747,12 @@ def patched(db, patch):
 
 
 NOISY_PING = """
-def noisy_ping(self, params):
+def noisy_ping(params, ctx):
     print("stray print from a tool")
     sys.stdout.write("stray write\\n")
     os.write(1, b"stray bytes on fd 1\\n")
     return {}
-kb_server.KBServer._ping = noisy_ping
+kb_server.Protocol._ping = staticmethod(noisy_ping)
 """
 
 FAILING_STORE = """
