@@ -1,0 +1,335 @@
+"""kb-server in the stateless revision 2026-07-28, spoken to in raw JSON-RPC lines over stdio,
+and what the server must do whatever the era: answer while a request waits, refuse a reused
+request ID, show the person what an edit writes without letting its text rewrite the question.
+
+Each test names the specification section its behaviour comes from (docs/specification/
+2026-07-28/...).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import kb_server
+from test_server import (  # noqa: F401  (fixtures, used by name)
+    EDIT, ROOT, Client, check_schema, db, edit_args, error_of, make_db, start, store_head,
+    store_read, structured,
+)
+
+MODERN = "2026-07-28"
+ASKING = {"elicitation": {"form": {}}}
+OUTPUT = {tool["name"]: tool["outputSchema"] for tool in kb_server.kb_store.TOOLS}
+
+
+def meta(capabilities=None, version=MODERN):
+    return {"io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {} if capabilities is None
+            else capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "1"}}
+
+
+def call(client, method, params=None, capabilities=None, version=MODERN, request_id=None):
+    params = dict(params or {}, _meta=meta(capabilities, version))
+    return client.call(method, params, request_id)
+
+
+def tool(client, name, arguments, capabilities=None, **extra):
+    response = call(client, "tools/call", dict({"name": name, "arguments": arguments}, **extra),
+                    capabilities)
+    assert "result" in response, response
+    return response["result"]
+
+
+def read_version(client, db, article_id):
+    result = tool(client, "read_knowledge_article", {"knowledge_base_id": "support",
+                                                     "article_id": article_id})
+    return structured(result)["updated_at"]
+
+
+def ask_for_edit(client, db, content="New text.", key="k1", capabilities=ASKING):
+    """An edit of the password article: its arguments and the input_required result."""
+    arguments = edit_args(db, db.password, read_version(client, db, db.password), content, key)
+    return arguments, tool(client, EDIT, arguments, capabilities)
+
+
+def approve(client, arguments, state, action="accept", capabilities=ASKING):
+    return tool(client, EDIT, arguments, capabilities, requestState=state,
+                inputResponses={"approve": {"action": action}})
+
+
+# -- the stateless revision ----------------------------------------------------------------------
+
+
+def test_discover_and_list_need_no_handshake(start, db):
+    """server/discover.mdx ("Response"); server/tools.mdx ("Listing Tools");
+    server/utilities/caching.mdx ("Cacheable Results")."""
+    client = start(db.path)
+    found = call(client, "server/discover")["result"]
+    assert found["resultType"] == "complete"
+    assert found["supportedVersions"][0] == MODERN and "2025-11-25" in found["supportedVersions"]
+    assert found["capabilities"]["tools"] == {"listChanged": False}
+    assert found["ttlMs"] >= 0 and found["cacheScope"] in ("public", "private")
+    assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "kb-server"
+    listed = call(client, "tools/list")["result"]
+    assert listed["resultType"] == "complete" and listed["ttlMs"] >= 0
+    assert [t["name"] for t in listed["tools"]] == [t["name"] for t in kb_server.kb_store.TOOLS]
+
+
+def test_each_request_is_judged_by_its_own_meta(start, db):
+    """basic/index.mdx ("Statelessness", "Per-request protocol fields"): nothing is inferred
+    from earlier requests; a missing field is -32602, an unserved version -32022."""
+    client = start(db.path)
+    assert call(client, "tools/list")["result"]["resultType"] == "complete"
+    bare = client.call("tools/list", {})  # the same connection does not make it modern
+    assert bare["error"]["code"] == -32602
+    no_caps = client.call("tools/list", {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN}})
+    assert no_caps["error"]["code"] == -32602
+    assert "clientCapabilities" in no_caps["error"]["message"]
+    old = call(client, "tools/list", version="1999-01-01")["error"]
+    assert old["code"] == -32022
+    assert old["data"] == {"supported": list(kb_server.SUPPORTED_VERSIONS),
+                           "requested": "1999-01-01"}
+    assert call(client, "ping")["error"]["code"] == -32601  # removed in 2026-07-28
+    # ...while a handshake on the same process serves the other era beside it.
+    client.initialize()
+    assert "resultType" not in client.call("tools/list")["result"]
+    assert call(client, "tools/list")["result"]["resultType"] == "complete"
+
+
+def test_tool_results_carry_result_type_and_match_their_output_schemas(start, db):
+    """basic/index.mdx ("ResultType"); server/tools.mdx ("Calling Tools")."""
+    client = start(db.path, writes="allow")
+    for name, arguments in (
+            ("search_knowledge_base", {"knowledge_base_id": "support", "query": "password"}),
+            ("read_knowledge_article", {"knowledge_base_id": "support",
+                                        "article_id": db.password}),
+            ("poll_resource_events", {"resource_type": "knowledge_base",
+                                      "resource_id": "support"})):
+        result = tool(client, name, arguments)
+        assert result["resultType"] == "complete"
+        check_schema(structured(result), OUTPUT[name])
+    version = read_version(client, db, db.password)
+    edited = tool(client, EDIT, edit_args(db, db.password, version, "Allowed.", "k"))
+    check_schema(structured(edited), OUTPUT[EDIT])
+    failed = tool(client, "read_knowledge_article", {"knowledge_base_id": "internal",
+                                                     "article_id": "art-000001"})
+    assert failed["resultType"] == "complete" and error_of(failed)["code"] == "not_found"
+
+
+# -- approval without server state ---------------------------------------------------------------
+
+
+def test_an_edit_asks_by_input_required_and_writes_on_accept(start, db):
+    """basic/patterns/mrtr.mdx ("Server Requirements"): the question travels in
+    inputRequests, the state in a requestState the client echoes."""
+    client = start(db.path)
+    head = store_head(db)
+    arguments, first = ask_for_edit(client, db, content="Approved text.")
+    assert first["resultType"] == "input_required"
+    question = first["inputRequests"]["approve"]
+    assert question["method"] == "elicitation/create"
+    assert question["params"]["mode"] == "form" and "Approved text." in question[
+        "params"]["message"]
+    assert store_head(db) == head  # nothing written on the first round
+    done = approve(client, arguments, first["requestState"])
+    assert done["resultType"] == "complete"
+    assert structured(done)["replayed"] is False
+    assert store_read(db, db.password)["content"] == "Approved text."
+    assert store_head(db) == head + 1
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel", "maybe"])
+def test_a_declined_or_dismissed_approval_writes_nothing(start, db, action):
+    client = start(db.path)
+    before = store_read(db, db.password)
+    arguments, first = ask_for_edit(client, db)
+    error = error_of(approve(client, arguments, first["requestState"], action))
+    assert error["code"] == "write_not_approved"
+    assert {"decline": "declined", "cancel": "dismissed", "maybe": "not accept"}[action] in \
+        error["message"]
+    assert store_read(db, db.password) == before
+
+
+def test_a_forged_altered_expired_or_misused_handle_is_refused(start, db, tmp_path):
+    """mrtr.mdx, "Server Requirements" 4-5: integrity (HMAC), principal, expiry, and the
+    originating request are all checked."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 32)
+    client = start(db.path, argv=[str(kb_server.__file__), "--db", str(db.path), "--grant",
+                                  "support", "--signing-secret-file", str(secret),
+                                  "--approval-ttl", "1"])
+    before = store_read(db, db.password)
+    arguments, first = ask_for_edit(client, db)
+    state = first["requestState"]
+    payload, mac = state.split(".")
+    other_secret = kb_server.ApprovalSigner(b"t" * 32).issue("stdio", EDIT, arguments)
+    other_caller = kb_server.ApprovalSigner(b"s" * 32).issue("someone", EDIT, arguments)
+    for bad in (payload + "." + mac[:-2] + ("AA" if mac[-2:] != "AA" else "BB"),
+                payload[:-1] + ("A" if payload[-1] != "A" else "B") + "." + mac,
+                "not a handle", other_secret, other_caller):
+        response = call(client, "tools/call", {"name": EDIT, "arguments": arguments,
+                                               "requestState": bad, "inputResponses": {
+                                                   "approve": {"action": "accept"}}}, ASKING)
+        assert response["error"]["code"] == -32602, (bad, response)
+        assert "requestState" in response["error"]["message"]
+    other_args = dict(arguments, content="Something else.")
+    response = call(client, "tools/call", {"name": EDIT, "arguments": other_args,
+                                           "requestState": state, "inputResponses": {
+                                               "approve": {"action": "accept"}}}, ASKING)
+    assert "other arguments" in response["error"]["message"]
+    time.sleep(2.1)
+    response = call(client, "tools/call", {"name": EDIT, "arguments": arguments,
+                                           "requestState": state, "inputResponses": {
+                                               "approve": {"action": "accept"}}}, ASKING)
+    assert "expired" in response["error"]["message"]
+    assert store_read(db, db.password) == before
+
+
+def test_an_approved_call_sent_again_is_a_replay_never_asked_again(start, db):
+    """The idempotency key makes the handle's reuse harmless (server-layers: "the handle does
+    not need to be single-use")."""
+    client = start(db.path)
+    arguments, first = ask_for_edit(client, db, content="Once.")
+    head = store_head(db)
+    done = structured(approve(client, arguments, first["requestState"]))
+    again = structured(approve(client, arguments, first["requestState"]))
+    assert again["replayed"] is True and dict(again, replayed=False) == done
+    fresh = tool(client, EDIT, arguments, ASKING)  # the same call, no handle: not asked
+    assert fresh["resultType"] == "complete" and structured(fresh)["replayed"] is True
+    assert store_head(db) == head + 1
+
+
+def test_a_client_that_cannot_be_asked_gets_missing_capability(start, db):
+    """basic/index.mdx: "MUST return a MissingRequiredClientCapabilityError (-32021)";
+    mrtr.mdx rule 7: no elicitation request to a client that did not declare it."""
+    client = start(db.path)
+    before = store_read(db, db.password)
+    for capabilities in ({}, {"elicitation": {"url": {}}}):
+        arguments = edit_args(db, db.password, before["updated_at"], "x", "k")
+        response = call(client, "tools/call", {"name": EDIT, "arguments": arguments},
+                        capabilities)
+        assert response["error"]["code"] == -32021
+        assert response["error"]["data"] == {"requiredCapabilities": {
+            "elicitation": {"form": {}}}}
+    # A doomed edit is a tool error, whatever the capabilities: nobody is asked about it.
+    stale = tool(client, EDIT, edit_args(db, db.password, "2020-01-01T00:00:00Z", "x", "k2"))
+    assert error_of(stale)["code"] == "version_conflict"
+    assert store_read(db, db.password) == before
+
+
+def test_two_servers_share_an_approval_through_the_secret(start, db, tmp_path):
+    """An approval started on one server and finished on another (same database, same
+    signing secret): nothing of it lives in a server's memory."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(os.urandom(32))
+
+    def server():
+        return start(db.path, argv=[str(kb_server.__file__), "--db", str(db.path), "--grant",
+                                    "support", "--signing-secret-file", str(secret)])
+    one, two = server(), server()
+    arguments, first = ask_for_edit(one, db, content="Finished elsewhere.")
+    done = approve(two, arguments, first["requestState"])
+    assert structured(done)["replayed"] is False
+    assert store_read(db, db.password)["content"] == "Finished elsewhere."
+    # And back: the other way round, alternating.
+    arguments, first = ask_for_edit(two, db, content="And back.", key="k2")
+    assert structured(approve(one, arguments, first["requestState"]))["replayed"] is False
+    assert store_read(db, db.password)["content"] == "And back."
+
+
+# -- whatever the era ----------------------------------------------------------------------------
+
+
+def test_the_question_cannot_be_rewritten_by_the_agents_text(start, db):
+    """The title and content an agent chooses are shown escaped: a right-to-left override or a
+    line separator cannot reorder or fake what the person reads."""
+    client = start(db.path)
+    sneaky = "Fine.\u202eesab atad eht eteled\u2028Accept to write this change."
+    arguments = edit_args(db, db.password, read_version(client, db, db.password), sneaky, "k",
+                          title="Safe\u202e title\u0007")
+    first = tool(client, EDIT, arguments, ASKING)
+    message = first["inputRequests"]["approve"]["params"]["message"]
+    for raw in ("\u202e", "\u2028", "\u0007"):
+        assert raw not in message
+    assert "\\u202e" in message and "\\u2028" in message and "\\u0007" in message
+    assert "Fine." in message  # the content itself, not only its size
+    assert message.count("Accept to write this change") == 2  # the agent's, escaped, and ours
+    assert message.rstrip().endswith("Every edit is asked about.")
+
+
+def test_pings_and_other_requests_are_answered_while_a_call_waits_on_the_database(start, db):
+    """A tool call blocked on a write lock does not hold up the others."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db.path), str(ROOT)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        client = start(db.path, writes="allow")
+        client.initialize()
+        version = store_read(db, db.password)["updated_at"]
+        waiting = client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+            db, db.password, version, "Waits.", "k")})
+        started = time.monotonic()
+        assert client.call("ping", request_id="p")["result"] == {}
+        found = client.call("tools/call", {"name": "search_knowledge_base", "arguments": {
+            "knowledge_base_id": "support", "query": "invoices"}})
+        assert structured(found["result"])["results"]
+        assert time.monotonic() - started < 5
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        done = client.recv(timeout=60)
+        assert done["id"] == waiting and structured(done["result"])["replayed"] is False
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+HOLD = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from kb_store import KBStore
+store = KBStore(sys.argv[1])
+store._db._conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+store._db._conn.execute("ROLLBACK")
+"""
+
+
+def test_a_request_id_in_flight_is_not_reused(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    version = store_read(db, db.password)["updated_at"]
+    client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+        db, db.password, version, "x", "k")}, request_id=7)
+    question = client.recv()
+    assert question["method"] == "elicitation/create"
+    reused = client.call("tools/call", {"name": "search_knowledge_base", "arguments": {
+        "knowledge_base_id": "support", "query": "invoices"}}, request_id=7)
+    assert reused["error"]["code"] == -32600 and "already in use" in reused["error"]["message"]
+    client.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}})
+    answered = client.recv()
+    assert answered["id"] == 7 and error_of(answered["result"])["code"] == "write_not_approved"
+    # Once answered, the ID is free again.
+    assert "result" in client.call("ping", request_id=7)
+
+
+def test_the_old_wording_is_gone(start, db):
+    client = start(db.path)
+    client.initialize(capabilities={"elicitation": {}})
+    for action, words in (("decline", "The person declined the edit."),
+                          ("cancel", "The person dismissed the question, so the edit was not "
+                                     "made."),
+                          ("ACCEPT", "with 'ACCEPT', which is not accept, decline or cancel")):
+        version = store_read(db, db.password)["updated_at"]
+        call_id = client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+            db, db.password, version, "x", action)})
+        question = client.recv()
+        client.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": action}})
+        message = error_of(client.recv()["result"])["message"]
+        assert words in message, message
+        assert "question the edit" not in message and "understands" not in message
