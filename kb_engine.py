@@ -111,6 +111,12 @@ class Engine:
         """The ToolError for a driver exception, or None when it is not the driver's."""
         return None
 
+    def interrupt(self):
+        """From another thread: stop the call running on this connection, if it can be."""
+
+    def clear_interrupt(self):
+        """Ready the connection for a new call after an ``interrupt``."""
+
     # -- shared: one statement or a few, in the caller's transaction ----------------------------
 
     def rows(self, sql, params=()):

@@ -260,6 +260,13 @@ class PostgresEngine(Engine):
         """READ COMMITTED; ``lock_kb`` then serialises the writers of one knowledge base."""
         return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED")
 
+    def interrupt(self):
+        """Cancel the statement running on this connection (a lock wait included): the
+        transaction fails and rolls back."""
+        with contextlib.suppress(Exception):
+            cancel = getattr(self._conn, "cancel_safe", None) or self._conn.cancel
+            cancel()
+
     def lock_kb(self, kb_id):
         """The knowledge base row, locked (FOR UPDATE) until the transaction ends."""
         return self.row("SELECT pk, kb_id, head_sequence, published_count, title_tokens, "

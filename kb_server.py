@@ -171,10 +171,19 @@ class Principal:
 
 @dataclass
 class Call:
-    """One request in flight: its ID, and whether the client has cancelled it."""
+    """One request in flight: its ID, whether the client has cancelled it, and how to stop
+    the store call it is in (if any)."""
 
     request_id: Any
     cancelled: threading.Event = field(default_factory=threading.Event)
+    interrupt: Any = None
+
+    def cancel(self):
+        """Mark it cancelled and stop its store call: a wait for a lock ends, nothing written."""
+        self.cancelled.set()
+        interrupt = self.interrupt
+        if interrupt is not None:
+            interrupt()
 
 
 @dataclass
@@ -626,10 +635,16 @@ class Protocol:
             return tool_error(err)
 
     def _run(self, name, arguments, ctx):
-        if ctx.call.cancelled.is_set():
-            raise Cancelled()
+        call = ctx.call
         with self.pool.borrow() as store:
-            return store.call_tool(name, arguments, granted=ctx.principal.grants)
+            store.clear_interrupt()
+            call.interrupt = store.interrupt
+            try:
+                if call.cancelled.is_set():
+                    raise Cancelled()
+                return store.call_tool(name, arguments, granted=ctx.principal.grants)
+            finally:
+                call.interrupt = None
 
     def _preview(self, arguments, ctx):
         with self.pool.borrow() as store:
@@ -707,8 +722,9 @@ class Protocol:
         reply = ctx.ask(approval_request(
             preview, with_mode=session.protocol_version >= ELICITATION_MODE_SINCE))
         if reply is None:
-            raise WriteNotApproved("The person gave no answer within %d s. Nothing was "
-                                   "written." % ASK_TIMEOUT_S, reason="timeout", **where)
+            raise WriteNotApproved("The person gave no answer (the client went away, or took "
+                                   "longer than %d s). Nothing was written." % ASK_TIMEOUT_S,
+                                   reason="no_answer", **where)
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             raise WriteNotApproved(
@@ -814,10 +830,9 @@ class StdioTransport:
             self.handle_line(raw)
             if self._closed:
                 break
+        # Calls under way finish and are answered; questions can no longer be answered.
         with self.session.lock:
             asks = list(self.session.asks.values())
-            for call in self.session.calls.values():
-                call.cancelled.set()
         if asks:
             log.info("input closed with %d edit(s) awaiting approval; nothing written for them",
                      len(asks))
@@ -932,7 +947,7 @@ def cancel(session, params):
         # Everything else has finished: nothing left to stop.
         log.debug("ignored cancellation of %.80r: not in progress", target)
         return
-    call.cancelled.set()
+    call.cancel()
     log.info("request %r cancelled by the client (%s); no response will be sent", target,
              params.get("reason", "no reason given"))
     for ask in asks:
@@ -1087,7 +1102,7 @@ class HttpTransport:
         session.closed = True
         with session.lock:
             for call in session.calls.values():
-                call.cancelled.set()
+                call.cancel()
             for ask in session.asks.values():
                 ask.answered.set()
 
@@ -1514,23 +1529,24 @@ def check_args(parser, args):
             parser.error("argument --grant: a knowledge-base ID must not be empty")
 
 
-def open_store(parser, args):
-    """The store named by ``--db``, checked against ``--grant``; exits with a message if not."""
+def open_store(args):
+    """The store named by ``--db``, checked against ``--grant``; exits with one line if not
+    (the usage would say nothing about a store)."""
     try:
         # Never create=True: a server opens a store that init made, and leaves any other file
         # exactly as it found it.
         store = kb_store.KBStore(args.db)
     except kb_store.ToolError as exc:
-        parser.error("argument --db: %s" % exc.message)
+        sys.exit("kb-server: error: argument --db: %s" % exc.message)
     try:
         missing = [kb_id for kb_id in args.grant or () if not store.knowledge_base_exists(kb_id)]
     except kb_store.ToolError as exc:
         store.close()
-        parser.error("argument --db: %s" % exc.message)
+        sys.exit("kb-server: error: argument --db: %s" % exc.message)
     if missing:
         store.close()
-        parser.error("argument --grant: no knowledge base %s in %s"
-                     % (", ".join(repr(kb_id) for kb_id in missing), args.db))
+        sys.exit("kb-server: error: argument --grant: no knowledge base %s in %s"
+                 % (", ".join(repr(kb_id) for kb_id in missing), args.db))
     return store
 
 
@@ -1579,7 +1595,7 @@ def main(argv=None):
     check_args(parser, args)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="kb_server: %(levelname)s: %(message)s")
-    open_store(parser, args).close()
+    open_store(args).close()
     signer = ApprovalSigner(signing_secret(parser, args), args.approval_ttl)
     pool = StorePool(args.db, args.workers)
     protocol = Protocol(pool, signer)

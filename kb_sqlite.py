@@ -12,6 +12,8 @@ tokens ``search_docs`` keeps.
 import contextlib
 import os
 import sqlite3
+import threading
+import time
 import urllib.request
 
 from kb_core import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed
@@ -130,6 +132,10 @@ FTS_SQL = ("CREATE VIRTUAL TABLE fts_{pk} USING fts5(title, body, content='', co
 # a day of saves, for a little more work per write.
 FTS_TUNING = (("automerge", 2), ("crisismerge", 4))
 
+# A writer waiting for the file's lock tries again this often, so that a cancellation reaches
+# it within this time.
+WAIT_SLICE_MS = 50
+
 # SQLite's primary result codes that say who is at fault (sqlite3.Error.sqlite_errorcode exists
 # from Python 3.11; older ones are told by the message text instead).
 BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
@@ -165,6 +171,8 @@ class SQLiteEngine(Engine):
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         self.path = sqlite_path(str(address))
+        self.timeout = timeout
+        self._interrupted = threading.Event()
         self.memory = self.path == ":memory:" or self.path.startswith("file::memory:")
         self.created = False
         try:
@@ -277,7 +285,10 @@ class SQLiteEngine(Engine):
     def _transaction(self, mode):
         conn = self._conn
         try:
-            conn.execute("BEGIN " + mode)
+            if mode == "IMMEDIATE":
+                self._begin_immediate()
+            else:
+                conn.execute("BEGIN " + mode)
             try:
                 yield self
                 conn.execute("COMMIT")
@@ -290,6 +301,37 @@ class SQLiteEngine(Engine):
             raise  # a closed store, a misuse: the caller's bug, not the database's
         except sqlite3.Error as exc:
             raise self.store_error(exc) from exc
+
+    def _begin_immediate(self):
+        """``BEGIN IMMEDIATE``, waiting for another writer up to the timeout in short slices,
+        so that ``interrupt()`` ends the wait (SQLite's own busy wait cannot be interrupted)."""
+        conn = self._conn
+        deadline = time.monotonic() + self.timeout
+        conn.execute("PRAGMA busy_timeout = %d" % WAIT_SLICE_MS)
+        try:
+            while True:
+                if self._interrupted.is_set():
+                    raise sqlite3.OperationalError("interrupted while waiting for the write "
+                                                   "lock: the call was cancelled")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc):
+                        raise
+                    if time.monotonic() >= deadline:
+                        raise
+        finally:
+            conn.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
+
+    def interrupt(self):
+        """Stop this connection's call: a wait for the write lock ends (nothing written)."""
+        self._interrupted.set()
+        self._conn.interrupt()
+
+    def clear_interrupt(self):
+        """Ready the connection for a new call."""
+        self._interrupted.clear()
 
     def read(self):
         """``BEGIN DEFERRED``: one snapshot (WAL), no write lock."""

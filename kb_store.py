@@ -351,6 +351,15 @@ class KBStore:
         """A copy of an in-memory SQLite store as bytes, or None where that cannot be had."""
         return self._db.image() if self._db.name == "sqlite" and self._db.memory else None
 
+    def interrupt(self):
+        """From another thread: stop the call running on this store (a cancellation). A wait
+        for another writer ends at once, and the call's transaction rolls back."""
+        self._db.interrupt()
+
+    def clear_interrupt(self):
+        """Ready the store for a new call after ``interrupt``."""
+        self._db.clear_interrupt()
+
     @classmethod
     def from_image(cls, image, *, clock=None):
         """A new in-memory store holding a copy of ``image()`` bytes."""

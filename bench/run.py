@@ -8,7 +8,8 @@
 Benchmarks: ``sim`` (wall and CPU time of ``python sim.py --seeds 1-5``, and SQLite's share
 of it), ``latency`` (tool latency against knowledge-base size), ``search`` (search beside
 plain FTS5 and tantivy on one corpus), ``scaling`` (cost of checking citations as the day
-grows) and ``concurrency`` (edits per second and conflicts with 1-8 writer processes). Each
+grows), ``concurrency`` (edits per second and conflicts with 1-8 writer processes) and
+``http`` (16 clients x 250 calls against kb-server over Streamable HTTP). Each
 reports the load average at its start and end: the numbers are only as quiet as the machine
 was.
 """
@@ -20,30 +21,33 @@ import time
 
 import common
 import concurrency
+import http_load
 import pgcluster
 import latency
 import scaling
 import search
 import sim_time
 
-BENCHMARKS = ("sim", "latency", "search", "scaling", "concurrency")
+BENCHMARKS = ("sim", "latency", "search", "scaling", "concurrency", "http")
 
 # Full runs: a few minutes in all on a two-core machine. Quick: a smoke run of seconds.
 FULL = {"repeats": 5, "sim_args": sim_time.DEFAULT_ARGS,
         "sizes": (1000, 10000, 100000), "searches": 300, "reads": 1000, "edits": 300,
         "search_sizes": (10000, 100000), "engines": ("sqlite", "postgresql"),
+        "http_clients": 16, "http_calls": 250,
         "polls": 300, "scales": (1, 10, 30), "factor_scale": 3,
         "processes": (1, 2, 4, 8), "seconds": 3.0, "articles": 1000, "runs": 3}
 QUICK = {"repeats": 1,
          "sim_args": ("--seeds", "1", "--articles", "40", "--questions", "12", "--saves", "30",
                       "--processes", "1"),
          "sizes": (100, 300), "searches": 20, "reads": 50, "edits": 20, "polls": 20,
-         "search_sizes": (200,), "engines": ("sqlite",),
+         "search_sizes": (200,), "engines": ("sqlite",), "http_clients": 2, "http_calls": 20,
          "scales": (0.05, 0.1), "factor_scale": 0.1,
          "processes": (1, 2), "seconds": 0.3, "articles": 50, "runs": 1}
 
 TITLES = {"sim": "Simulation wall time", "latency": "Tool latency against knowledge-base size",
           "search": "Search beside its peers",
+          "http": "kb-server over Streamable HTTP under load",
           "scaling": "Cost of checking citations as the day grows",
           "concurrency": "Concurrent edits on one file database"}
 
@@ -149,6 +153,10 @@ def run(names, s, directory=None, postgres_url=None):
                                 postgres_url)
         elif name == "scaling":
             result = scaling.run(s["scales"], factor_scale=s["factor_scale"])
+        elif name == "http":
+            result = {"rows": [http_load.run(s["http_clients"], s["http_calls"], directory,
+                                             engine, postgres_url) for engine in engines]}
+            result["load"] = [result["rows"][0]["load"][0], result["rows"][-1]["load"][1]]
         else:
             result = concurrency.run(s["processes"], s["seconds"], s["articles"],
                                      directory=directory, repeats=s["runs"], engines=engines,
@@ -159,6 +167,7 @@ def run(names, s, directory=None, postgres_url=None):
 
 
 RENDER = {"sim": sim_time.render, "latency": latency.render, "search": search.render,
+          "http": lambda result: http_load.render(result["rows"]),
           "scaling": scaling.render,
           "concurrency": concurrency.render}
 
@@ -195,7 +204,7 @@ def main(argv=None):
     chosen = settings(args)
     cleanup, skipped = (lambda: None), None
     if "postgresql" in chosen["engines"] and set(args.only) & {"latency", "search",
-                                                               "concurrency"}:
+                                                               "concurrency", "http"}:
         postgres_url, cleanup, skipped = pgcluster.server_for(args.postgres)
         if skipped:
             chosen["engines"] = tuple(e for e in chosen["engines"] if e != "postgresql")

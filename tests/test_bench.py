@@ -26,15 +26,20 @@ def test_quick_run_prints_every_table_and_writes_json(tmp_path):
     assert done.returncode == 0, done.stderr.decode("utf-8")
     for heading in ("## Simulation wall time", "## Tool latency against knowledge-base size",
                     "## Search beside its peers", "## Cost of checking citations as the day grows",
+                    "## kb-server over Streamable HTTP under load",
                     "## Concurrent edits on one file database"):
         assert heading in stdout
     for header in ("| command | runs | median wall time", "| articles | build |",
                    "| articles | engine | build |",
                    "| articles / questions / saves |", "| processes | runs |"):
         assert header in stdout
-    assert stdout.count("Load average (1 min) at start and end") == 5
+    assert stdout.count("Load average (1 min) at start and end") == 6
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert set(data["results"]) == {"sim", "latency", "search", "scaling", "concurrency"}
+    assert set(data["results"]) == {"sim", "latency", "search", "scaling", "concurrency",
+                                    "http"}
+    [load] = data["results"]["http"]["rows"]
+    assert load["protocol_errors"] == 0 and load["lost_updates"] == 0 and load["audit"] == "ok"
+    assert load["calls"] >= 40
     engines = {row["engine"]: row for row in data["results"]["search"]["rows"]}
     assert {"ours (sqlite)", "fts5-or-bm25"} <= set(engines)
     assert engines["ours (sqlite)"]["top10_overlap"] == 1.0

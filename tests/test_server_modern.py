@@ -333,3 +333,30 @@ def test_the_old_wording_is_gone(start, db):
         message = error_of(client.recv()["result"])["message"]
         assert words in message, message
         assert "question the edit" not in message and "understands" not in message
+
+
+def test_a_cancelled_call_waiting_on_the_database_writes_nothing(start, db):
+    """basic/patterns/cancellation.mdx, "Behavior Requirements": stop processing, send no
+    response. A call waiting for another writer's lock is stopped where it waits."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db.path), str(ROOT)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        client = start(db.path, writes="allow")
+        client.initialize()
+        before = store_read(db, db.password)
+        waiting = client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+            db, db.password, before["updated_at"], "Cancelled.", "k")})
+        time.sleep(0.5)
+        client.notify("notifications/cancelled", {"requestId": waiting, "reason": "changed"})
+        time.sleep(0.5)
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        # The next answer is the ping's: the cancelled call sends none.
+        assert client.call("ping", request_id="after")["result"] == {}
+        time.sleep(0.5)
+        assert store_read(db, db.password) == before
+        assert "cancelled by the client" in client.stderr()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
