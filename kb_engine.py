@@ -33,6 +33,18 @@ from kb_core import SCHEMA_VERSION, NotAStore, StoreBusy, StoreDamaged, StoreFai
 ARTICLE_COLUMNS = ("pk, article_id, title, content, published, version_us, updated_at, source, "
                    "import_version")
 KB_COLUMNS = "pk, kb_id, head_sequence, published_count, title_tokens, body_tokens"
+# Bearer tokens for the HTTP server, the same on every engine: only a SHA-256 of each is kept,
+# with what it grants.
+TOKENS_SQL = """
+CREATE TABLE tokens (
+    name TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    grants TEXT NOT NULL,
+    writes TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+)
+"""
 
 
 class Engine:

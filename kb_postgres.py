@@ -41,7 +41,9 @@ import re
 from kb_core import (
     APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed,
 )
-from kb_engine import Engine, busy_error, check_version, damaged_error, failed_error
+from kb_engine import (
+    TOKENS_SQL, Engine, busy_error, check_version, damaged_error, failed_error,
+)
 
 try:
     import psycopg
@@ -128,15 +130,7 @@ CREATE TABLE title_terms (
     pk BIGINT NOT NULL,
     PRIMARY KEY (kb_pk, term, title_len, pk)
 );
-CREATE TABLE tokens (
-    name TEXT PRIMARY KEY,
-    token_hash TEXT NOT NULL UNIQUE,
-    grants TEXT NOT NULL,
-    writes TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-)
-"""
+""" + TOKENS_SQL
 
 # SQLSTATE classes and codes, and what they mean to a caller.
 BUSY_STATES = ("55P03", "40001", "40P01", "57014")  # lock timeout, serialization, deadlock, cancel

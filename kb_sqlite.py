@@ -17,7 +17,9 @@ import time
 import urllib.request
 
 from kb_core import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed
-from kb_engine import Engine, busy_error, check_version, damaged_error, failed_error
+from kb_engine import (
+    TOKENS_SQL, Engine, busy_error, check_version, damaged_error, failed_error,
+)
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
 # recognised by them (its application_id is 0).
@@ -96,18 +98,7 @@ CREATE TABLE title_terms (
     PRIMARY KEY (kb_pk, term, title_len, pk)
 ) WITHOUT ROWID;
 """
-# Bearer tokens for the HTTP server: only a SHA-256 of each is kept, with what it grants.
-TOKENS_SQL = """
-CREATE TABLE tokens (
-    name TEXT PRIMARY KEY,
-    token_hash TEXT NOT NULL UNIQUE,
-    grants TEXT NOT NULL,
-    writes TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-);
-"""
-SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL
+SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";"
 
 # Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).

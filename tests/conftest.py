@@ -8,7 +8,9 @@ PostgreSQL refuses root), on a Unix socket in a temporary folder; or of the serv
 and says why.
 """
 
+import contextlib
 import os
+import subprocess
 import sys
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -130,3 +132,43 @@ def file_store(db_path, clock):
     """A KBStore on the file ``db_path`` (WAL mode), driven by ``clock``."""
     with KBStore(db_path, clock=clock, create=True) as kb_store:
         yield kb_store
+
+
+# Another process holding a store's write lock: BEGIN IMMEDIATE (SQLite's file lock), until told.
+HOLD_WRITE_LOCK = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from kb_store import KBStore
+store = KBStore(sys.argv[1])
+store._db._conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+store._db._conn.execute("ROLLBACK")
+"""
+
+
+@contextlib.contextmanager
+def write_lock_held(path):
+    """Another process holds the SQLite store's write lock until the block releases it."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(path), str(ROOT)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    released = []
+
+    def release():
+        if not released:
+            released.append(True)
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield release
+    finally:
+        release()
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
+@pytest.fixture
+def hold_write_lock():
+    """``with hold_write_lock(path) as release:`` another process holds the write lock."""
+    return write_lock_held

@@ -3,7 +3,6 @@ without spaces, accents, bounded work, and a reference ranking computed the slow
 
 import math
 import random
-import re
 
 import pytest
 

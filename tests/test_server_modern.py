@@ -6,18 +6,14 @@ Each test names the specification section its behaviour comes from (docs/specifi
 2026-07-28/...).
 """
 
-import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
 
 import kb_server
 from test_server import (  # noqa: F401  (fixtures, used by name)
-    EDIT, ROOT, Client, check_schema, db, edit_args, error_of, make_db, start, store_head,
-    store_read, structured,
+    EDIT, check_schema, db, edit_args, error_of, start, store_head, store_read, structured,
 )
 
 MODERN = "2026-07-28"
@@ -262,12 +258,10 @@ def test_the_question_cannot_be_rewritten_by_the_agents_text(start, db):
     assert message.rstrip().endswith("Every edit is asked about.")
 
 
-def test_pings_and_other_requests_are_answered_while_a_call_waits_on_the_database(start, db):
+def test_pings_and_other_requests_are_answered_while_a_call_waits_on_the_database(
+        start, db, hold_write_lock):
     """A tool call blocked on a write lock does not hold up the others."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db.path), str(ROOT)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with hold_write_lock(db.path) as release:
         client = start(db.path, writes="allow")
         client.initialize()
         version = store_read(db, db.password)["updated_at"]
@@ -279,25 +273,9 @@ def test_pings_and_other_requests_are_answered_while_a_call_waits_on_the_databas
             "knowledge_base_id": "support", "query": "invoices"}})
         assert structured(found["result"])["results"]
         assert time.monotonic() - started < 5
-        holder.stdin.write("\n")
-        holder.stdin.flush()
+        release()
         done = client.recv(timeout=60)
         assert done["id"] == waiting and structured(done["result"])["replayed"] is False
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-
-
-HOLD = """
-import sys
-sys.path.insert(0, sys.argv[2])
-from kb_store import KBStore
-store = KBStore(sys.argv[1])
-store._db._conn.execute("BEGIN IMMEDIATE")
-print("locked", flush=True)
-sys.stdin.readline()
-store._db._conn.execute("ROLLBACK")
-"""
 
 
 def test_a_request_id_in_flight_is_not_reused(start, db):
@@ -318,7 +296,7 @@ def test_a_request_id_in_flight_is_not_reused(start, db):
     assert "result" in client.call("ping", request_id=7)
 
 
-def test_the_old_wording_is_gone(start, db):
+def test_each_answer_to_the_question_is_reported_in_plain_words(start, db):
     client = start(db.path)
     client.initialize(capabilities={"elicitation": {}})
     for action, words in (("decline", "The person declined the edit."),
@@ -326,7 +304,7 @@ def test_the_old_wording_is_gone(start, db):
                                      "made."),
                           ("ACCEPT", "with 'ACCEPT', which is not accept, decline or cancel")):
         version = store_read(db, db.password)["updated_at"]
-        call_id = client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+        client.request("tools/call", {"name": EDIT, "arguments": edit_args(
             db, db.password, version, "x", action)})
         question = client.recv()
         client.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": action}})
@@ -335,13 +313,10 @@ def test_the_old_wording_is_gone(start, db):
         assert "question the edit" not in message and "understands" not in message
 
 
-def test_a_cancelled_call_waiting_on_the_database_writes_nothing(start, db):
+def test_a_cancelled_call_waiting_on_the_database_writes_nothing(start, db, hold_write_lock):
     """basic/patterns/cancellation.mdx, "Behavior Requirements": stop processing, send no
     response. A call waiting for another writer's lock is stopped where it waits."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db.path), str(ROOT)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with hold_write_lock(db.path) as release:
         client = start(db.path, writes="allow")
         client.initialize()
         before = store_read(db, db.password)
@@ -350,13 +325,9 @@ def test_a_cancelled_call_waiting_on_the_database_writes_nothing(start, db):
         time.sleep(0.5)
         client.notify("notifications/cancelled", {"requestId": waiting, "reason": "changed"})
         time.sleep(0.5)
-        holder.stdin.write("\n")
-        holder.stdin.flush()
+        release()
         # The next answer is the ping's: the cancelled call sends none.
         assert client.call("ping", request_id="after")["result"] == {}
         time.sleep(0.5)
         assert store_read(db, db.password) == before
         assert "cancelled by the client" in client.stderr()
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)

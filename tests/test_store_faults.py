@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import kb_sqlite
 import kb_store
 from kb_store import KBStore, ToolError
 
@@ -149,18 +148,6 @@ def test_a_store_made_before_the_application_id_still_opens(tmp_path):
 # -- 2. opening and reading never wait for a writer ---------------------------------------------
 
 
-HOLD_WRITE_LOCK = """
-import sys, time
-sys.path.insert(0, sys.argv[2])
-from kb_store import KBStore
-store = KBStore(sys.argv[1])
-store._db._conn.execute("BEGIN IMMEDIATE")
-store._db._conn.execute("UPDATE knowledge_bases SET name = 'held' WHERE kb_id = 'kb-main'")
-print("locked", flush=True)
-sys.stdin.readline()
-store._db._conn.execute("ROLLBACK")
-"""
-
 OPEN_AND_READ = """
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
@@ -180,15 +167,13 @@ print(json.dumps({"opened": opened, "took": time.perf_counter() - started,
 """
 
 
-def test_opening_and_reading_go_on_while_another_process_holds_the_write_lock(tmp_path):
+def test_opening_and_reading_go_on_while_another_process_holds_the_write_lock(
+        tmp_path, hold_write_lock):
     path = str(tmp_path / "kb.db")
     with KBStore(path, create=True) as store:
         store.create_knowledge_base(KB)
         store.create_article(KB, "Refund policy", "Refunds take five days.")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, path, str(ROOT)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with hold_write_lock(path):
         reader = run("-c", OPEN_AND_READ, path, ROOT, timeout=60)
         assert reader.returncode == 0, reader.stderr
         got = json.loads(reader.stdout)
@@ -208,23 +193,16 @@ def test_opening_and_reading_go_on_while_another_process_holds_the_write_lock(tm
                                          article_id="art-000001")["updated_at"],
                 "idempotency_key": "k1"})
             assert error.code == "store_busy" and "same idempotency_key" in error.message
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=30)
     with KBStore(path) as store:
         assert store.create_article(KB, "Now free", "x") == "art-000002"
 
 
-def test_a_server_starts_and_answers_while_the_write_lock_is_held(tmp_path):
+def test_a_server_starts_and_answers_while_the_write_lock_is_held(tmp_path, hold_write_lock):
     path = str(tmp_path / "kb.db")
     with KBStore(path, create=True) as store:
         store.create_knowledge_base(KB)
         store.create_article(KB, "Refund policy", "Refunds take five days.")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, path, str(ROOT)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with hold_write_lock(path):
         requests = "\n".join([
             '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
             '"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
@@ -240,10 +218,6 @@ def test_a_server_starts_and_answers_while_the_write_lock_is_held(tmp_path):
         assert done.returncode == 0, done.stderr
         assert '"Refund policy"' in done.stdout
         assert took < 10, took  # not the 30 s of a wait on the lock
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=30)
 
 
 # -- 3. a damaged event log is an error, never an endless has_more ------------------------------
