@@ -135,6 +135,7 @@ CREATE TABLE title_terms (
 # SQLSTATE classes and codes, and what they mean to a caller.
 BUSY_STATES = ("55P03", "40001", "40P01", "57014")  # lock timeout, serialization, deadlock, cancel
 DAMAGE_STATES = ("XX001", "XX002")  # data corrupted, index corrupted
+READ_ONLY_STATE = "25006"  # a write on a hot standby or in a read-only transaction
 # Statements are written once with ?; psycopg takes %s (and a literal % doubled).
 _PLACEHOLDER = re.compile(r"\?|%")
 
@@ -281,6 +282,12 @@ class PostgresEngine(Engine):
             return busy_error(text, "the PostgreSQL store")
         if state in DAMAGE_STATES:
             return damaged_error(text, "the PostgreSQL store")
+        if state == READ_ONLY_STATE:
+            return StoreFailed(
+                "the PostgreSQL store %s is read only (%s): it is a hot standby, or the role may "
+                "not write. Nothing was written; send writes to the primary (a kb-server for a "
+                "standby runs with --writes deny)." % (_safe(self.address), text),
+                retryable=False)
         if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57", "53")):
             return failed_error(text, "the PostgreSQL store")
         if isinstance(exc, psycopg.InterfaceError):

@@ -34,6 +34,22 @@ def drop_store(engine, address, postgres_url=None):
         kb_postgres.drop_schema(postgres_url, address.rsplit("%3D", 1)[1])
 
 
+def store_mb(engine, address, postgres_url=None):
+    """A store's size on disk in MB: the file (WAL checkpointed), or every table and index of
+    its PostgreSQL schema."""
+    if engine == "sqlite":
+        return round(os.path.getsize(address) / 1e6, 1)
+    import psycopg
+
+    schema = address.rsplit("%3D", 1)[1]
+    with psycopg.connect(postgres_url) as conn:
+        size = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+            "AND c.relkind IN ('r', 'm')", (schema,)).fetchone()[0]
+    return round(int(size) / 1e6, 1)
+
+
 def postgres_version(url):
     """The server's version string, e.g. "PostgreSQL 15.18"."""
     import psycopg

@@ -17,7 +17,6 @@ reported.
 """
 
 import multiprocessing
-import os
 import random
 import shutil
 import tempfile

@@ -12,7 +12,6 @@ with ``time.perf_counter()``:
 - poll: one page of 100 events from a uniformly chosen cursor.
 """
 
-import os
 import random
 import shutil
 import sqlite3
@@ -140,8 +139,7 @@ def run(sizes=(1000, 10000, 100000), searches=300, reads=1000, edits=300, polls=
                     "engine": engine,
                     "articles": size,
                     "build_s": round(build_s, 2),
-                    "db_mb": round(os.path.getsize(path) / 1e6, 1) if engine == "sqlite"
-                    else None,
+                    "db_mb": common.store_mb(engine, path, postgres_url),
                     "search_p50_ms": _ms(common.median(t["search"])),
                     "search_p99_ms": _ms(common.percentile(t["search"], 99)),
                     "search_top1": round(t["search_top1"] / len(t["search"]), 3),

@@ -27,7 +27,7 @@ def postgres_binaries():
 class PostgresCluster:
     """A throwaway PostgreSQL cluster on a Unix socket, run as ``postgres`` under root."""
 
-    def __init__(self, initdb, pg_ctl, durable=False):
+    def __init__(self, initdb, pg_ctl, durable=False, primary=None):
         # Tests need no durability across a power cut: fsync off makes them fast. Benchmarks
         # measure a server as deployed: fsync on (and synchronous_commit, the default).
         self.durable = durable
@@ -41,10 +41,21 @@ class PostgresCluster:
             user = pwd.getpwnam("postgres")
             os.chown(self.dir, user.pw_uid, user.pw_gid)
             self.as_user = ["runuser", "-u", "postgres", "--"]
-        self.run(initdb, "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
-                 "--locale=C", "--no-sync")
+        if primary is None:
+            self.run(initdb, "-D", self.data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
+                     "--locale=C", "--no-sync")
+        else:
+            # A copy of the primary that keeps replaying its WAL (-R writes the standby's
+            # connection settings): a hot standby, which serves reads and refuses writes.
+            self.run(os.path.join(os.path.dirname(os.path.realpath(pg_ctl)), "pg_basebackup"),
+                     "-D", self.data,
+                     "-h", primary.dir, "-U", "postgres", "-X", "stream", "-R", "--no-sync")
         self.start()
         self.url = "postgresql://postgres@/postgres?host=%s" % quote(self.dir)
+
+    def standby(self):
+        """A hot standby of this cluster, streaming its changes, on a socket of its own."""
+        return PostgresCluster(None, self.pg_ctl, durable=self.durable, primary=self)
 
     def run(self, *argv, check=True):
         """Run a PostgreSQL program as the cluster's user."""

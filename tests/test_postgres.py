@@ -9,7 +9,9 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -195,3 +197,87 @@ def test_the_command_line_and_the_server_take_a_postgresql_url(pg_url, tmp_path)
     assert done.returncode == 0, done.stderr
     reply = json.loads(done.stdout.splitlines()[1])
     assert reply["result"]["structuredContent"]["content"] == "Ten days."
+
+
+@pytest.fixture(scope="module")
+def standby(postgres):
+    """A hot standby of the session's throwaway cluster (skipped on a server of one's own)."""
+    cluster = postgres[0]
+    if cluster is None:
+        pytest.skip("the standby test needs the throwaway cluster, not KB_TEST_POSTGRES_URL")
+    replica = cluster.standby()
+    yield cluster, replica
+    replica.remove()
+
+
+def on_standby(standby, url):
+    """The same store's address on the standby: its socket folder instead of the primary's."""
+    primary, replica = standby
+    moved = url.replace(quote(primary.dir), quote(replica.dir))
+    assert moved != url
+    return moved
+
+
+def replayed(url, check, timeout=30.0):
+    """Wait until ``check(store)`` holds on the standby (it replays the primary's WAL)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with KBStore(url) as store:
+                if check(store):
+                    return
+        except (kb_store.NotAStore, kb_store.NotFound):
+            pass  # the schema or the knowledge base has not arrived yet
+        assert time.monotonic() < deadline, "the standby did not replay the primary in time"
+        time.sleep(0.1)
+
+
+def test_a_hot_standby_serves_reads_and_refuses_writes_clearly(standby, pg_url):
+    """Read replicas for search and read: the reads' snapshots work on a standby, and a write
+    there fails with a message that says where writes go, with nothing written."""
+    with KBStore(pg_url, create=True) as primary:
+        primary.create_knowledge_base(KB)
+        primary.create_article(KB, "Refund policy", "Refunds take five working days.")
+        first = call(primary, "read_knowledge_article", knowledge_base_id=KB,
+                     article_id="art-000001")
+    replica_url = on_standby(standby, pg_url)
+    replayed(replica_url, lambda s: s.call_tool("read_knowledge_article", {
+        "knowledge_base_id": KB, "article_id": "art-000001"}, granted=GRANTED)["updated_at"]
+        == first["updated_at"])
+
+    with KBStore(replica_url) as replica:
+        found = call(replica, "search_knowledge_base", knowledge_base_id=KB, query="refund")
+        assert [hit["citation"] for hit in found["results"]] == [first["citation"]]
+        with pytest.raises(kb_store.StoreFailed, match="read only.*primary") as refused:
+            call(replica, "edit_knowledge_article", knowledge_base_id=KB,
+                 article_id="art-000001", expected_version=first["updated_at"],
+                 content="Written on the standby.", idempotency_key="k-standby")
+        assert refused.value.details["retryable"] is False
+
+    # An edit on the primary reaches the standby's readers, event included.
+    with KBStore(pg_url) as primary:
+        edited = call(primary, "edit_knowledge_article", knowledge_base_id=KB,
+                      article_id="art-000001", expected_version=first["updated_at"],
+                      content="Refunds take ten working days.", idempotency_key="k-primary")
+    def event_arrived(store):
+        events = store.call_tool("poll_resource_events", {
+            "resource_type": "knowledge_base", "resource_id": KB,
+            "after_sequence": first["head_sequence"]}, granted=GRANTED)["events"]
+        return [e["updated_at"] for e in events] == [edited["updated_at"]]
+    replayed(replica_url, event_arrived)
+
+    # A read-only kb-server runs on the standby as on any store.
+    requests = "\n".join(json.dumps(m) for m in [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_knowledge_article",
+            "arguments": {"knowledge_base_id": KB, "article_id": "art-000001"}}}]) + "\n"
+    done = subprocess.run([sys.executable, str(ROOT / "kb_server.py"), "--db", replica_url,
+                           "--grant", KB, "--writes", "deny"], input=requests,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout.splitlines()[1])
+    assert reply["result"]["structuredContent"]["content"] == "Refunds take ten working days."
