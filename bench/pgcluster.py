@@ -49,7 +49,8 @@ class PostgresCluster:
             # connection settings): a hot standby, which serves reads and refuses writes.
             self.run(os.path.join(os.path.dirname(os.path.realpath(pg_ctl)), "pg_basebackup"),
                      "-D", self.data,
-                     "-h", primary.dir, "-U", "postgres", "-X", "stream", "-R", "--no-sync")
+                     "-h", primary.dir, "-U", "postgres", "-X", "stream", "-R", "--no-sync",
+                     "--checkpoint=fast")
         self.start()
         self.url = "postgresql://postgres@/postgres?host=%s" % quote(self.dir)
 
