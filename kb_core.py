@@ -14,7 +14,9 @@ import math
 import os
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime, timedelta, timezone
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
@@ -532,19 +534,13 @@ class SearchDoc:
         """The SearchDoc of an article's text."""
         title_tokens = tuple(tokens(title))
         body = tokens(content)
-        counts = {}
-        for token in body:
-            counts[token] = counts.get(token, 0) + 1
-        return cls(title_tokens, counts, len(title_tokens), len(body))
+        return cls(title_tokens, dict(Counter(body)), len(title_tokens), len(body))
 
     @classmethod
     def stored(cls, row):
         """The SearchDoc of a stored ``search_docs`` row."""
-        counts = {}
-        for line in row["body_terms"].split("\n"):
-            if line:
-                term, _, count = line.partition("\t")
-                counts[term] = int(count)
+        counts = {term: int(count) for term, count in
+                  (line.split("\t") for line in row["body_terms"][1:-1].split("\n") if line)}
         return cls(tuple(row["title_terms"].split()), counts, row["title_len"], row["body_len"])
 
     @property
@@ -552,10 +548,15 @@ class SearchDoc:
         """The title's tokens as stored: space-separated, in order."""
         return " ".join(self.title_tokens)
 
-    @property
+    @cached_property
     def body_text(self):
         """The body's counts as stored: a line ``term<TAB>count`` each, between newlines."""
         return "\n" + "".join("%s\t%d\n" % item for item in sorted(self.body_counts.items()))
+
+    @cached_property
+    def body_terms(self):
+        """The body's distinct tokens, sorted, space-separated (what a full-text index holds)."""
+        return " ".join(sorted(self.body_counts))
 
     def term_presence(self):
         """``{term: (in title, in body)}`` as 0/1 pairs: what it adds to the term counts."""
@@ -577,15 +578,13 @@ def body_count(body_text, term):
 def presence_delta(old, new):
     """``{term: (title delta, body delta)}`` of replacing SearchDoc ``old`` by ``new`` (either
     may be None: added or removed)."""
-    before = old.term_presence() if old is not None else {}
-    after = new.term_presence() if new is not None else {}
-    delta = {}
-    for term in set(before) | set(after):
-        t0, b0 = before.get(term, (0, 0))
-        t1, b1 = after.get(term, (0, 0))
-        if (t0, b0) != (t1, b1):
-            delta[term] = (t1 - t0, b1 - b0)
-    return delta
+    old_title = set(old.title_tokens) if old is not None else set()
+    new_title = set(new.title_tokens) if new is not None else set()
+    old_body = old.body_counts.keys() if old is not None else set()
+    new_body = new.body_counts.keys() if new is not None else set()
+    # Only the terms whose presence changed in a field: set differences, not a walk of both.
+    return {term: ((term in new_title) - (term in old_title), (term in new_body) - (term in old_body))
+            for term in (old_title ^ new_title) | (old_body ^ new_body)}
 
 
 def score_needles(terms):

@@ -98,10 +98,19 @@ class Engine:
         """Take an article's tokens (as stored when added) out of the full-text index."""
         raise NotImplementedError
 
+    def index_replace(self, kb_pk, pk, old, new):
+        """Replace an article's tokens in the full-text index (``old`` as stored when added)."""
+        self.index_remove(kb_pk, pk, old)
+        self.index_add(kb_pk, [(pk, new)])
+
     def match(self, kb_pk, queries, limit):
         """For each query ``(all_of, none_of, title_only)``: the article pks, lowest first,
         holding every term of ``all_of`` (in the title, with ``title_only``) and no term of
         ``none_of``; at most ``limit`` each. One round trip for all of them."""
+        raise NotImplementedError
+
+    def match_docs(self, kb_pk, queries, limit):
+        """``(match's lists, {pk: stored tokens row})``: the rows in the same round trip."""
         raise NotImplementedError
 
     def indexed_pks(self, kb_pk):
@@ -305,6 +314,29 @@ class Engine:
         self.execute_many("DELETE FROM title_terms WHERE kb_pk = ? AND term = ? AND "
                           "title_len = ? AND pk = ?", [(kb_pk, term, doc.title_len, pk)
                                                        for term in sorted(set(doc.title_tokens))])
+
+    def search_doc_replace(self, kb_pk, pk, old, new):
+        """Replace a published article's stored tokens by ``new`` (with ``index_replace``);
+        its title's terms are rewritten only when the title's tokens changed."""
+        self.execute("UPDATE search_docs SET title_terms = ?, title_len = ?, body_terms = ?, "
+                     "body_len = ?%s WHERE pk = ?" % self._search_doc_extra_set(),
+                     (new.title_text, new.title_len, new.body_text, new.body_len)
+                     + self._search_doc_extra(kb_pk, new) + (pk,))
+        if old.title_tokens != new.title_tokens:
+            self.execute_many("DELETE FROM title_terms WHERE kb_pk = ? AND term = ? AND "
+                              "title_len = ? AND pk = ?",
+                              [(kb_pk, term, old.title_len, pk)
+                               for term in sorted(set(old.title_tokens))])
+            self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
+                              "VALUES (?, ?, ?, ?)", [(kb_pk, term, new.title_len, pk)
+                                                      for term in sorted(set(new.title_tokens))])
+
+    def _search_doc_extra_set(self):
+        # An engine that keeps more per search_docs row (PostgreSQL's tsvector) sets it too.
+        return ""
+
+    def _search_doc_extra(self, kb_pk, doc):
+        return ()
 
     def search_clear(self, kb_pk):
         """Empty a knowledge base's search index and statistics (to index it anew)."""

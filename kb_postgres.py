@@ -362,6 +362,15 @@ class PostgresEngine(Engine):
     def index_remove(self, kb_pk, pk, doc):
         """Nothing apart: the tsvector goes with the search_docs row."""
 
+    def index_replace(self, kb_pk, pk, old, new):
+        """Nothing apart: ``search_doc_replace`` rewrote the tsvector with the row."""
+
+    def _search_doc_extra_set(self):
+        return ", tsv = ?::tsvector"
+
+    def _search_doc_extra(self, kb_pk, doc):
+        return (tsvector_text(kb_pk, doc),)
+
     def index_clear(self, kb_pk):
         """Nothing apart: the tsvectors go with the knowledge base's search_docs rows."""
 
@@ -372,6 +381,22 @@ class PostgresEngine(Engine):
         walk the primary key instead and test every row's tsvector), then the first ``limit``
         by pk: the same rows, in the same order, that SQLite's index gives.
         """
+        found = [[] for _ in queries]
+        for row in self._match_rows(kb_pk, queries, limit, ""):
+            found[row["q"]].append(row["pk"])
+        return found
+
+    def match_docs(self, kb_pk, queries, limit):
+        """``match``, with the stored tokens of every article found, in the same statement."""
+        found, docs = [[] for _ in queries], {}
+        for row in self._match_rows(kb_pk, queries, limit, (
+                "SELECT h.q, d.pk, d.title_terms, d.title_len, d.body_terms, d.body_len "
+                "FROM hits AS h JOIN search_docs AS d ON d.pk = h.pk")):
+            found[row["q"]].append(row["pk"])
+            docs[row["pk"]] = row
+        return found, docs
+
+    def _match_rows(self, kb_pk, queries, limit, outer):
         ctes, parts, params = [], [], []
         for i, (all_of, none_of, title_only) in enumerate(queries):
             ctes.append("m%d AS MATERIALIZED (SELECT pk FROM search_docs WHERE tsv @@ %%s::tsquery)"
@@ -381,14 +406,13 @@ class PostgresEngine(Engine):
             parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM m%d ORDER BY pk LIMIT %%s) AS l%d"
                          % (i, i, i))
             params.append(limit)
+        union = " UNION ALL ".join(parts)
+        sql = ("WITH %s, hits AS (%s) %s" % (", ".join(ctes), union, outer) if outer
+               else "WITH %s %s" % (", ".join(ctes), union))
         # A small table looks cheaper to scan whole, but every row's tsvector is out of line
         # (TOAST): the index is always the cheaper way.
         self._conn.execute("SET LOCAL enable_seqscan = off")
-        found = [[] for _ in queries]
-        for row in self._conn.execute("WITH %s %s" % (", ".join(ctes), " UNION ALL ".join(parts)),
-                                      params).fetchall():
-            found[row["q"]].append(row["pk"])
-        return found
+        return self._conn.execute(sql, params).fetchall()
 
     def indexed_pks(self, kb_pk):
         """Every article whose row carries a tsvector: the GIN index covers them all."""

@@ -360,7 +360,7 @@ class SQLiteEngine(Engine):
                 int(kb_pk)), (option, value))
 
     def _fts_row(self, doc):
-        return doc.title_text, " ".join(sorted(doc.body_counts))
+        return doc.title_text, doc.body_terms
 
     def index_add(self, kb_pk, items):
         """Index articles' tokens."""
@@ -373,14 +373,20 @@ class SQLiteEngine(Engine):
         self._conn.execute("INSERT INTO fts_{0} (fts_{0}, rowid, title, body) VALUES "
                            "('delete', ?, ?, ?)".format(int(kb_pk)), (pk, title, body))
 
+    def index_replace(self, kb_pk, pk, old, new):
+        """Replace an article's row in the index, unless it holds the same tokens (the index
+        keeps a body's distinct tokens, not their counts)."""
+        if self._fts_row(old) != self._fts_row(new):
+            self.index_remove(kb_pk, pk, old)
+            self.index_add(kb_pk, [(pk, new)])
+
     def index_clear(self, kb_pk):
         """Empty a knowledge base's FTS5 table (to rebuild it)."""
         self._conn.execute("DROP TABLE IF EXISTS fts_%d" % int(kb_pk))
         self.create_kb_index(kb_pk)
 
-    def match(self, kb_pk, queries, limit):
-        """Rowids in order for FTS5 queries of quoted terms (AND, NOT, a title filter), all
-        in one statement."""
+    def _match_sql(self, kb_pk, queries, limit):
+        # FTS5 queries of quoted terms (AND, NOT, a title filter), as rows (q, pk), in order.
         parts, params = [], []
         for i, (all_of, none_of, title_only) in enumerate(queries):
             expression = " AND ".join(fts_literal(t) for t in all_of)
@@ -388,13 +394,28 @@ class SQLiteEngine(Engine):
                 expression = "{title}: (%s)" % expression
             for term in none_of:
                 expression = "(%s) NOT %s" % (expression, fts_literal(term))
-            parts.append("SELECT %d, rowid FROM (SELECT rowid FROM fts_%d WHERE fts_%d MATCH ? "
-                         "ORDER BY rowid LIMIT ?)" % (i, int(kb_pk), int(kb_pk)))
+            parts.append("SELECT %d AS q, rowid AS pk FROM (SELECT rowid FROM fts_%d WHERE "
+                         "fts_%d MATCH ? ORDER BY rowid LIMIT ?)" % (i, int(kb_pk), int(kb_pk)))
             params += [expression, limit]
+        return " UNION ALL ".join(parts), params
+
+    def match(self, kb_pk, queries, limit):
+        """Rowids in order for FTS5 queries of quoted terms, all in one statement."""
         found = [[] for _ in queries]
-        for query, rowid in self._conn.execute(" UNION ALL ".join(parts), params).fetchall():
+        for query, rowid in self._conn.execute(*self._match_sql(kb_pk, queries, limit)):
             found[query].append(rowid)
         return found
+
+    def match_docs(self, kb_pk, queries, limit):
+        """``match``, with the stored tokens of every article found, in the same statement."""
+        sql, params = self._match_sql(kb_pk, queries, limit)
+        found, docs = [[] for _ in queries], {}
+        for row in self._conn.execute(
+                "SELECT m.q, d.pk, d.title_terms, d.title_len, d.body_terms, d.body_len "
+                "FROM (%s) AS m JOIN search_docs AS d ON d.pk = m.pk" % sql, params):
+            found[row[0]].append(row[1])
+            docs[row[1]] = row
+        return found, docs
 
     def indexed_pks(self, kb_pk):
         """Every rowid in the knowledge base's index (read through a temporary vocabulary)."""

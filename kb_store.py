@@ -479,10 +479,14 @@ class KBStore:
             if stored is None:
                 raise self._db.damaged(kb, "search index")
             old = SearchDoc.stored(stored)
+        new = SearchDoc.of(title, content) if published else None
+        if old is not None and new is not None:
+            self._db.search_doc_replace(kb["pk"], pk, old, new)
+            self._db.index_replace(kb["pk"], pk, old, new)
+        elif old is not None:
             self._db.index_remove(kb["pk"], pk, old)
             self._db.search_doc_delete(kb["pk"], pk, old)
-        new = SearchDoc.of(title, content) if published else None
-        if new is not None:
+        elif new is not None:
             self._db.search_docs_put(kb["pk"], [(pk, new)])
             self._db.index_add(kb["pk"], [(pk, new)])
         self._db.term_counts_add(kb["pk"], presence_delta(old, new))
@@ -911,12 +915,14 @@ class KBStore:
         scored = {}
         needles = kb_core.score_needles(terms)
 
-        def gather(lists):
-            # Score the articles these index queries found that are not scored yet.
+        def gather(lists, docs=None):
+            # Score the articles these index queries found that are not scored yet (their
+            # stored tokens came with them, or are read now).
             work["queries"] += len(lists)
             new = sorted({pk for pks in lists for pk in pks} - set(scored))
             if new:
-                for row in self._db.search_docs(new):
+                rows = [docs[pk] for pk in new] if docs is not None else self._db.search_docs(new)
+                for row in rows:
                     held, value = kb_core.score(row, needles, stats)
                     scored[row["pk"]] = (min(len(terms) - held, 2), -value, row["pk"])
                 work["scored"] += len(new)
@@ -927,11 +933,14 @@ class KBStore:
         def tier(queries):
             # Every article of the tier, where fewer than the cap hold it; else the first by
             # ID and, since the title weighs most, those holding the words in their title.
-            found = self._db.match(kb["pk"], [(a, n, False) for a, n in queries], cap)
+            found, docs = self._db.match_docs(kb["pk"], [(a, n, False) for a, n in queries], cap)
             full = [q for q, pks in zip(queries, found) if len(pks) >= cap]
             if full:
-                found += self._db.match(kb["pk"], [(a, n, True) for a, n in full], cap)
-            gather(found)
+                more, more_docs = self._db.match_docs(kb["pk"], [(a, n, True) for a, n in full],
+                                                      cap)
+                found += more
+                docs.update(more_docs)
+            gather(found, docs)
 
         rarest_first = sorted(terms, key=lambda t: (sum(counts[t]), terms.index(t)))
         if len(terms) == 1:
