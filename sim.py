@@ -1655,9 +1655,11 @@ def _parser():
                         "subject only)")
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     p.add_argument("--db-dir", metavar="DIR", help="keep each run's SQLite file in DIR")
-    p.add_argument("--db", metavar="URL", default=os.environ.get("KB_DB") or None,
+    # Not $KB_DB: that names the store a person works on (often a SQLite file), and the
+    # article's run must work the same whatever the shell exports.
+    p.add_argument("--db", metavar="URL", default=None,
                    help="run on PostgreSQL: a postgresql:// URL; each run gets a fresh schema "
-                        "sim_seedN_PART in that database (default: in memory, or $KB_DB)")
+                        "sim_seedN_PART in that database (default: in memory)")
     p.add_argument("--per-seed", action="store_true", help="add a column per seed")
     p.add_argument("--processes", type=_bounded("--processes", 1, 64), default=None,
                    help="worker processes (default: one per core, at most one per seed)")

@@ -10,6 +10,7 @@ import json
 import math
 import random
 import sqlite3
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,11 +34,14 @@ def without_timing(report):
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
-    """The README's command, run once for this module, with its JSON and its exit status."""
-    out = tmp_path_factory.mktemp("sim") / "run.json"
+    """The README's command, run once for this module, with its JSON and its exit status;
+    in a shell that exports KB_DB for the quick start, which the run must not pick up."""
+    folder = tmp_path_factory.mktemp("sim")
+    out = folder / "run.json"
     proc = subprocess.run(
         [sys.executable, "sim.py", "--seeds", "1-5", "--json", str(out)],
         cwd=str(ROOT), capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, KB_DB=str(folder / "kb.sqlite3")),
     )
     return proc, json.loads(out.read_text(encoding="utf-8"))
 
