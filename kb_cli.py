@@ -357,6 +357,15 @@ def cmd_audit(store, args, out):
     return EXIT_ERROR if problems else EXIT_OK
 
 
+def cmd_reindex(store, args, out):
+    """Index a knowledge base's published articles anew (what the audit or a damaged-index
+    error asks for)."""
+    store.rebuild_index(args.kb)
+    if args.json:
+        return print_json({"knowledge_base_id": args.kb, "reindexed": True}, out)
+    print("reindexed %s" % args.kb, file=out)
+
+
 def cmd_token(store, args, out):
     """Bearer tokens for the HTTP server: create (printed once), list, revoke."""
     if args.token_command == "create":
@@ -383,7 +392,7 @@ COMMANDS = {
     "init": cmd_init, "knowledge-bases": cmd_knowledge_bases, "add": cmd_add, "save": cmd_save,
     "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
     "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
-    "audit": cmd_audit, "token": cmd_token,
+    "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token,
     "upgrade": None,  # upgrade opens the store its own way (main)
 }
 
@@ -491,6 +500,9 @@ def build_parser():
                    help="overwrite articles edited since the last import with their files")
 
     command("audit", "check the stored data for inconsistencies (exit 1 if any)")
+
+    p = command("reindex", "rebuild a knowledge base's search index from its articles")
+    kb_arg(p)
 
     p = command("token", "bearer tokens for kb-server --http: create, list, revoke")
     tokens = p.add_subparsers(dest="token_command", metavar="ACTION",

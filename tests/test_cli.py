@@ -318,6 +318,23 @@ def test_audit_reports_problems_with_exit_1(db):
     assert code == 1 and "missing sequence(s) 1" in stdout
 
 
+def test_reindex_rebuilds_a_damaged_search_index(db):
+    out(db, "add", KB, "--title", "Refund policy", "--content", "Refunds take five days.")
+    out(db, "add", KB, "--title", "Shipping", "--content", "We ship in two days.")
+    conn = sqlite3.connect(str(db))
+    conn.execute("DELETE FROM search_docs WHERE pk = (SELECT pk FROM articles "
+                 "WHERE article_id = 'art-000001')")
+    conn.commit()
+    conn.close()
+    code, stdout, _ = run(db, "audit", ok=False)
+    assert code == 1 and "search" in stdout
+    assert out(db, "reindex", KB) == "reindexed %s\n" % KB
+    assert out(db, "audit") == "audit: ok\n"
+    assert "Refund policy" in out(db, "search", KB, "refund")
+    code, _, stderr = run(db, "reindex", "no-such-kb", ok=False)
+    assert code == 1 and "no-such-kb" in stderr
+
+
 def test_kb_store_py_and_python_m_still_run_the_command_line(db):
     assert out(db, "list", KB, script=str(ROOT / "kb_store.py")).startswith("ARTICLE")
     done = subprocess.run([sys.executable, "-m", "kb_store", "--db", str(db), "list", KB],
