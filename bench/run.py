@@ -202,17 +202,17 @@ def main(argv=None):
     args = p.parse_args(argv)
     info = dict(common.machine(), code=common.code_version())
     chosen = settings(args)
-    cleanup, skipped = (lambda: None), None
+    cleanup, skipped, postgres_url = (lambda: None), None, None
     if "postgresql" in chosen["engines"] and set(args.only) & {"latency", "search",
                                                                "concurrency", "http"}:
         postgres_url, cleanup, skipped = pgcluster.server_for(args.postgres)
         if skipped:
+            cleanup = lambda: None  # noqa: E731  (nothing was started)
             chosen["engines"] = tuple(e for e in chosen["engines"] if e != "postgresql")
         else:
             info["postgresql"] = common.postgres_version(postgres_url)
     try:
-        results = run(args.only, chosen, args.dir, None if skipped else postgres_url
-                      if "postgresql" in chosen["engines"] else None)
+        results = run(args.only, chosen, args.dir, postgres_url)
     except ValueError as exc:  # a size the benchmark cannot run, e.g. --sizes 1
         p.error(str(exc))
     finally:

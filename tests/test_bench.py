@@ -117,3 +117,11 @@ def test_the_benchmarks_measure_postgresql_or_say_why_not(tmp_path):
     assert done.returncode == 0, done.stderr.decode("utf-8")
     assert "| sqlite | 50 |" in stdout
     assert "| postgresql | 50 |" in stdout or "PostgreSQL not measured:" in stdout
+
+
+def test_a_benchmark_without_postgresql_runs_with_the_default_engines(tmp_path):
+    """`--only sim` (no --quick: both engines by default) needs no PostgreSQL and starts none."""
+    done = run_bench("--only", "sim", "--repeats", "1", "--dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr.decode("utf-8")
+    stdout = done.stdout.decode("utf-8")
+    assert "| python sim.py --seeds 1-5 | 1 |" in stdout and "PostgreSQL:" not in stdout

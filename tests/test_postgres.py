@@ -29,6 +29,23 @@ def call(store, name, **arguments):
     return store.call_tool(name, arguments, granted=GRANTED)
 
 
+def server_read(url, *options):
+    """Read art-000001 through a kb-server on ``url`` over stdio; its structured result."""
+    requests = "\n".join(json.dumps(m) for m in [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_knowledge_article",
+            "arguments": {"knowledge_base_id": KB, "article_id": "art-000001"}}}]) + "\n"
+    done = subprocess.run([sys.executable, str(ROOT / "kb_server.py"), "--db", url,
+                           "--grant", KB] + list(options), input=requests,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[1])["result"]["structuredContent"]
+
+
 def tables(url):
     with psycopg.connect(url, autocommit=True) as conn:
         return sorted(r[0] for r in conn.execute(
@@ -183,20 +200,7 @@ def test_the_command_line_and_the_server_take_a_postgresql_url(pg_url, tmp_path)
     kb("edit", KB, "art-000001", "--expected-version", version, "--content", "Ten days.")
     assert "article.updated" in kb("events", KB)
     assert kb("audit") == "audit: ok\n"
-    requests = "\n".join(json.dumps(m) for m in [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "read_knowledge_article",
-            "arguments": {"knowledge_base_id": KB, "article_id": "art-000001"}}}]) + "\n"
-    done = subprocess.run([sys.executable, str(ROOT / "kb_server.py"), "--db", pg_url,
-                           "--grant", KB], input=requests, capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    reply = json.loads(done.stdout.splitlines()[1])
-    assert reply["result"]["structuredContent"]["content"] == "Ten days."
+    assert server_read(pg_url)["content"] == "Ten days."
 
 
 @pytest.fixture(scope="module")
@@ -267,17 +271,5 @@ def test_a_hot_standby_serves_reads_and_refuses_writes_clearly(standby, pg_url):
     replayed(replica_url, event_arrived)
 
     # A read-only kb-server runs on the standby as on any store.
-    requests = "\n".join(json.dumps(m) for m in [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "read_knowledge_article",
-            "arguments": {"knowledge_base_id": KB, "article_id": "art-000001"}}}]) + "\n"
-    done = subprocess.run([sys.executable, str(ROOT / "kb_server.py"), "--db", replica_url,
-                           "--grant", KB, "--writes", "deny"], input=requests,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    reply = json.loads(done.stdout.splitlines()[1])
-    assert reply["result"]["structuredContent"]["content"] == "Refunds take ten working days."
+    assert (server_read(replica_url, "--writes", "deny")["content"]
+            == "Refunds take ten working days.")
