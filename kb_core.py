@@ -583,7 +583,8 @@ def presence_delta(old, new):
     old_body = old.body_counts.keys() if old is not None else set()
     new_body = new.body_counts.keys() if new is not None else set()
     # Only the terms whose presence changed in a field: set differences, not a walk of both.
-    return {term: ((term in new_title) - (term in old_title), (term in new_body) - (term in old_body))
+    return {term: ((term in new_title) - (term in old_title),
+                   (term in new_body) - (term in old_body))
             for term in (old_title ^ new_title) | (old_body ^ new_body)}
 
 

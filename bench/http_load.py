@@ -79,8 +79,8 @@ def client(port, token, name, calls, titles, out):
                 break
             u -= share
         if kind == "search":
-            tool("search", "search_knowledge_base", {"knowledge_base_id": KB, "query": corpus.question(
-                titles[int(rng.random() * len(titles))])})
+            query = corpus.question(titles[int(rng.random() * len(titles))])
+            tool("search", "search_knowledge_base", {"knowledge_base_id": KB, "query": query})
             n += 1
         elif kind == "read":
             tool("read", "read_knowledge_article", {"knowledge_base_id": KB,
