@@ -250,8 +250,13 @@ def test_the_database_server_stopped_abruptly_loses_no_confirmed_edit(postgres, 
         while len([r for r in reported if "op" in r]) < 20:
             reported.append(worker.read())
         cluster.stop("immediate")  # as a crash: no shutdown checkpoint, connections cut
-        time.sleep(0.5)
-        outage = [worker.read() for _ in range(3)]  # it keeps trying, and says why it fails
+        # The lines queued first were written before the stop; read on until the worker says
+        # why it fails (it keeps trying), then see it fail twice more.
+        outage = []
+        while not any("error" in r for r in outage):
+            assert len(outage) < 100000, "the outage was not noticed"
+            outage.append(worker.read())
+        outage += [worker.read() for _ in range(2)]
         cluster.start()
         reported += outage
         while len([r for r in reported if "op" in r]) < 40:
