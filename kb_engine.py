@@ -16,10 +16,11 @@ The interface, with the promise each part makes:
 - ``lock_kb(kb_id)``: inside ``write()``, the knowledge base's row, locked until commit, so
   that two writers of one knowledge base take turns and its event sequence commits in
   sequence order.
-- ``index_add`` / ``index_remove`` / ``match`` / ``indexed_pks`` / ``optimize``: the
-  full-text index of published articles (``match`` answers boolean queries on terms, in
-  article order, at most ``limit`` rows: its work is bounded by the limit, not by how many
-  articles hold a word).
+- ``index_add`` / ``index_remove`` / ``index_replace`` / ``match`` / ``match_docs`` /
+  ``indexed_pks`` / ``optimize``: the full-text index of published articles (``match``
+  answers boolean queries on terms, in article order, at most ``limit`` rows: its work is
+  bounded by the limit, not by how many articles hold a word; ``match_docs`` brings the
+  articles' stored tokens with them).
 - ``store_error(exc)``: the ToolError for one of the driver's exceptions, or ``None``.
 - the shared steps in this class: plain statements that each do one thing in the caller's
   transaction.
@@ -33,6 +34,8 @@ from kb_core import SCHEMA_VERSION, NotAStore, StoreBusy, StoreDamaged, StoreFai
 ARTICLE_COLUMNS = ("pk, article_id, title, content, published, version_us, updated_at, source, "
                    "import_version")
 KB_COLUMNS = "pk, kb_id, head_sequence, published_count, title_tokens, body_tokens"
+# What search keeps of an article, as ranking reads it (``kb_core.score``, ``SearchDoc.stored``).
+SEARCH_DOC_COLUMNS = ("pk", "title_terms", "title_len", "body_terms", "body_len")
 # Bearer tokens for the HTTP server, the same on every engine: only a SHA-256 of each is kept,
 # with what it grants.
 TOKENS_SQL = """
@@ -52,6 +55,9 @@ class Engine:
 
     name = "engine"
     placeholder = "?"
+    # More columns an engine keeps per search_docs row, as (column, placeholder), and their
+    # values come from ``_search_doc_extra``: PostgreSQL's tsvector.
+    search_doc_extra = ()
 
     # -- provided by an engine -----------------------------------------------------------------
 
@@ -286,57 +292,59 @@ class Engine:
 
     def search_doc(self, pk):
         """An indexed article's stored tokens, or None if it is not indexed."""
-        return self.row("SELECT pk, title_terms, title_len, body_terms, body_len "
-                        "FROM search_docs WHERE pk = ?", (pk,))
+        return self.row("SELECT %s FROM search_docs WHERE pk = ?" % ", ".join(SEARCH_DOC_COLUMNS),
+                        (pk,))
 
     def search_docs(self, pks):
         """The stored tokens of the given articles (those indexed), as mappings."""
         marks = ",".join("?" * len(pks))
         # The rows as the driver gives them (mappings both): search reads many, per query.
-        return self.execute("SELECT pk, title_terms, title_len, body_terms, body_len "
-                            "FROM search_docs WHERE pk IN (%s)" % marks, list(pks)).fetchall()
+        return self.execute("SELECT %s FROM search_docs WHERE pk IN (%s)"
+                            % (", ".join(SEARCH_DOC_COLUMNS), marks), list(pks)).fetchall()
 
     def search_docs_put(self, kb_pk, items):
         """Store published articles' tokens: ``(pk, SearchDoc)`` items (with ``index_add``)."""
-        self.execute_many("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, "
-                          "body_terms, body_len) VALUES (?, ?, ?, ?, ?, ?)",
-                          [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_text,
-                            doc.body_len) for pk, doc in items])
+        extra = self.search_doc_extra
+        self.execute_many(
+            "INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, body_len%s) "
+            "VALUES (?, ?, ?, ?, ?, ?%s)" % ("".join(", " + c for c, _ in extra),
+                                             "".join(", " + m for _, m in extra)),
+            [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len)
+             + self._search_doc_extra(kb_pk, doc) for pk, doc in items])
+        self._title_terms_put(kb_pk, items)
+
+    def search_doc_delete(self, kb_pk, pk, doc):
+        """Forget an article's tokens (with ``index_remove``); ``doc`` is what was stored."""
+        self.execute("DELETE FROM search_docs WHERE pk = ?", (pk,))
+        self._title_terms_delete(kb_pk, pk, doc)
+
+    def search_doc_replace(self, kb_pk, pk, old, new):
+        """Replace a published article's stored tokens by ``new`` (with ``index_replace``);
+        its title's terms are rewritten only when the title's tokens changed."""
+        self.execute(
+            "UPDATE search_docs SET title_terms = ?, title_len = ?, body_terms = ?, "
+            "body_len = ?%s WHERE pk = ?" % "".join(", %s = %s" % e for e in self.search_doc_extra),
+            (new.title_text, new.title_len, new.body_text, new.body_len)
+            + self._search_doc_extra(kb_pk, new) + (pk,))
+        if old.title_tokens != new.title_tokens:
+            self._title_terms_delete(kb_pk, pk, old)
+            self._title_terms_put(kb_pk, [(pk, new)])
+
+    def _search_doc_extra(self, kb_pk, doc):
+        """The values of ``search_doc_extra``'s columns for one article."""
+        return ()
+
+    def _title_terms_put(self, kb_pk, items):
         self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
                           "VALUES (?, ?, ?, ?)", [(kb_pk, term, doc.title_len, pk)
                                                   for pk, doc in items
                                                   for term in sorted(set(doc.title_tokens))])
 
-    def search_doc_delete(self, kb_pk, pk, doc):
-        """Forget an article's tokens (with ``index_remove``); ``doc`` is what was stored."""
-        self.execute("DELETE FROM search_docs WHERE pk = ?", (pk,))
+    def _title_terms_delete(self, kb_pk, pk, doc):
         # By the whole key: title_terms is ordered for reading by term, not by article.
         self.execute_many("DELETE FROM title_terms WHERE kb_pk = ? AND term = ? AND "
                           "title_len = ? AND pk = ?", [(kb_pk, term, doc.title_len, pk)
                                                        for term in sorted(set(doc.title_tokens))])
-
-    def search_doc_replace(self, kb_pk, pk, old, new):
-        """Replace a published article's stored tokens by ``new`` (with ``index_replace``);
-        its title's terms are rewritten only when the title's tokens changed."""
-        self.execute("UPDATE search_docs SET title_terms = ?, title_len = ?, body_terms = ?, "
-                     "body_len = ?%s WHERE pk = ?" % self._search_doc_extra_set(),
-                     (new.title_text, new.title_len, new.body_text, new.body_len)
-                     + self._search_doc_extra(kb_pk, new) + (pk,))
-        if old.title_tokens != new.title_tokens:
-            self.execute_many("DELETE FROM title_terms WHERE kb_pk = ? AND term = ? AND "
-                              "title_len = ? AND pk = ?",
-                              [(kb_pk, term, old.title_len, pk)
-                               for term in sorted(set(old.title_tokens))])
-            self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
-                              "VALUES (?, ?, ?, ?)", [(kb_pk, term, new.title_len, pk)
-                                                      for term in sorted(set(new.title_tokens))])
-
-    def _search_doc_extra_set(self):
-        # An engine that keeps more per search_docs row (PostgreSQL's tsvector) sets it too.
-        return ""
-
-    def _search_doc_extra(self, kb_pk, doc):
-        return ()
 
     def search_clear(self, kb_pk):
         """Empty a knowledge base's search index and statistics (to index it anew)."""
@@ -378,8 +386,7 @@ class Engine:
             params += [kb_pk, term, limit]
         found = [[] for _ in terms]
         for row in self.execute(" UNION ALL ".join(parts), params).fetchall():
-            found[row[0] if not isinstance(row, dict) else row["q"]].append(
-                row[1] if not isinstance(row, dict) else row["pk"])
+            found[row["q"]].append(row["pk"])  # sqlite3.Row and psycopg's dicts alike
         return found
 
     # -- shared: bearer tokens ------------------------------------------------------------------
@@ -435,8 +442,8 @@ class Engine:
 
     def audit_search(self, kb_pk):
         """What the search statistics hold: docs, their token totals, title rows, term rows."""
-        docs = self.rows("SELECT pk, title_terms, title_len, body_terms, body_len "
-                         "FROM search_docs WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+        docs = self.rows("SELECT %s FROM search_docs WHERE kb_pk = ? ORDER BY pk"
+                         % ", ".join(SEARCH_DOC_COLUMNS), (kb_pk,))
         titles = self.rows("SELECT term, title_len, pk FROM title_terms WHERE kb_pk = ? "
                            "ORDER BY pk, term", (kb_pk,))
         terms = {r["term"]: (r["df_title"], r["df_body"]) for r in self.rows(

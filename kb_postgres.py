@@ -42,7 +42,8 @@ from kb_core import (
     APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed,
 )
 from kb_engine import (
-    TOKENS_SQL, Engine, busy_error, check_version, damaged_error, failed_error,
+    KB_COLUMNS, SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
+    failed_error,
 )
 
 try:
@@ -168,6 +169,7 @@ class PostgresEngine(Engine):
 
     name = "postgresql"
     placeholder = "%s"
+    search_doc_extra = (("tsv", "?::tsvector"),)
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         if psycopg is None:
@@ -264,8 +266,8 @@ class PostgresEngine(Engine):
 
     def lock_kb(self, kb_id):
         """The knowledge base row, locked (FOR UPDATE) until the transaction ends."""
-        return self.row("SELECT pk, kb_id, head_sequence, published_count, title_tokens, "
-                        "body_tokens FROM knowledge_bases WHERE kb_id = ? FOR UPDATE", (kb_id,))
+        return self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ? FOR UPDATE"
+                        % KB_COLUMNS, (kb_id,))
 
     def lock_new_kb(self):
         """Inside ``write()``: make creations of knowledge bases take turns (a unique ID check
@@ -346,18 +348,8 @@ class PostgresEngine(Engine):
     # -- the full-text index ---------------------------------------------------------------------
 
     def index_add(self, kb_pk, items):
-        """Nothing apart: ``search_docs_put`` wrote the tsvectors with the rows."""
-
-    def search_docs_put(self, kb_pk, items):
-        """Store articles' tokens and their tsvectors, a row each."""
-        self.execute_many("INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, "
-                          "body_terms, body_len, tsv) VALUES (?, ?, ?, ?, ?, ?, ?::tsvector)",
-                          [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_text,
-                            doc.body_len, tsvector_text(kb_pk, doc)) for pk, doc in items])
-        self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
-                          "VALUES (?, ?, ?, ?)", [(kb_pk, term, doc.title_len, pk)
-                                                  for pk, doc in items
-                                                  for term in sorted(set(doc.title_tokens))])
+        """Nothing apart: ``search_docs_put`` wrote the tsvectors with the rows
+        (``search_doc_extra``)."""
 
     def index_remove(self, kb_pk, pk, doc):
         """Nothing apart: the tsvector goes with the search_docs row."""
@@ -365,10 +357,8 @@ class PostgresEngine(Engine):
     def index_replace(self, kb_pk, pk, old, new):
         """Nothing apart: ``search_doc_replace`` rewrote the tsvector with the row."""
 
-    def _search_doc_extra_set(self):
-        return ", tsv = ?::tsvector"
-
     def _search_doc_extra(self, kb_pk, doc):
+        """The article's tsvector, written with its search_docs row."""
         return (tsvector_text(kb_pk, doc),)
 
     def index_clear(self, kb_pk):
@@ -390,8 +380,8 @@ class PostgresEngine(Engine):
         """``match``, with the stored tokens of every article found, in the same statement."""
         found, docs = [[] for _ in queries], {}
         for row in self._match_rows(kb_pk, queries, limit, (
-                "SELECT h.q, d.pk, d.title_terms, d.title_len, d.body_terms, d.body_len "
-                "FROM hits AS h JOIN search_docs AS d ON d.pk = h.pk")):
+                "SELECT h.q, %s FROM hits AS h JOIN search_docs AS d ON d.pk = h.pk"
+                % ", ".join("d." + column for column in SEARCH_DOC_COLUMNS))):
             found[row["q"]].append(row["pk"])
             docs[row["pk"]] = row
         return found, docs

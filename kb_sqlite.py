@@ -18,7 +18,8 @@ import urllib.request
 
 from kb_core import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed
 from kb_engine import (
-    TOKENS_SQL, Engine, busy_error, check_version, damaged_error, failed_error,
+    SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
+    failed_error,
 )
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
@@ -411,8 +412,8 @@ class SQLiteEngine(Engine):
         sql, params = self._match_sql(kb_pk, queries, limit)
         found, docs = [[] for _ in queries], {}
         for row in self._conn.execute(
-                "SELECT m.q, d.pk, d.title_terms, d.title_len, d.body_terms, d.body_len "
-                "FROM (%s) AS m JOIN search_docs AS d ON d.pk = m.pk" % sql, params):
+                "SELECT m.q, %s FROM (%s) AS m JOIN search_docs AS d ON d.pk = m.pk"
+                % (", ".join("d." + column for column in SEARCH_DOC_COLUMNS), sql), params):
             found[row[0]].append(row[1])
             docs[row[1]] = row
         return found, docs
