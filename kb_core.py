@@ -588,6 +588,16 @@ def presence_delta(old, new):
             for term in (old_title ^ new_title) | (old_body ^ new_body)}
 
 
+def presence_totals(docs):
+    """``{term: (articles holding it in the title, in the body)}`` over SearchDocs ``docs``."""
+    totals = {}
+    for doc in docs:
+        for term, (in_title, in_body) in doc.term_presence().items():
+            t0, b0 = totals.get(term, (0, 0))
+            totals[term] = (t0 + in_title, b0 + in_body)
+    return totals
+
+
 def score_needles(terms):
     """``(term, body needle)`` pairs for ``score``: built once per query, not per article."""
     return [(term, "\n%s\t" % term) for term in terms]

@@ -34,8 +34,8 @@ from kb_core import (  # noqa: F401  (the public names of the package, re-export
     SourceDocument, StoreBusy, StoreDamaged, StoreFailed, ToolError, VersionConflict,
     check_content, check_new_article, check_people_string, check_title, citation, clip,
     datetime_to_us, fingerprint, format_version, granted_set, is_blank, log, make_snippet,
-    parse_markdown, parse_version, presence_delta, query_terms, read_markdown_folder, shown,
-    tokens, validate_arguments,
+    parse_markdown, parse_version, presence_delta, presence_totals, query_terms,
+    read_markdown_folder, shown, tokens, validate_arguments,
 )
 
 # The address forms that name a PostgreSQL store; anything else is a SQLite path.
@@ -500,12 +500,7 @@ class KBStore:
         counts and the totals, each in one statement for all of them."""
         self._db.search_docs_put(kb["pk"], docs)
         self._db.index_add(kb["pk"], docs)
-        terms = {}
-        for _, doc in docs:
-            for term, (in_title, in_body) in doc.term_presence().items():
-                t0, b0 = terms.get(term, (0, 0))
-                terms[term] = (t0 + in_title, b0 + in_body)
-        self._db.term_counts_add(kb["pk"], terms)
+        self._db.term_counts_add(kb["pk"], presence_totals(doc for _, doc in docs))
         self._db.kb_add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),
                                   sum(d.body_len for _, d in docs))
 
@@ -660,7 +655,6 @@ class KBStore:
         """Index a knowledge base's published articles anew (after damage to its index)."""
         with self._db.write():
             self._index_all(self._kb(kb_id, lock=True))
-
 
     def import_directory(self, kb_id, directory, *, prune=False, force=False, dry_run=False,
                          progress=None):
@@ -1179,11 +1173,7 @@ class KBStore:
                                  for row, d in zip(docs, parsed) for term in set(d.title_tokens))
         if sorted((t["pk"], t["term"], t["title_len"]) for t in titles) != expected_titles:
             problems.append("knowledge base %r: title terms differ from its articles'" % name)
-        expected_terms = {}
-        for d in parsed:
-            for term, (in_title, in_body) in d.term_presence().items():
-                t0, b0 = expected_terms.get(term, (0, 0))
-                expected_terms[term] = (t0 + in_title, b0 + in_body)
+        expected_terms = presence_totals(parsed)
         if terms != expected_terms:
             wrong = sorted(set(terms.items()) ^ set(expected_terms.items()))[:3]
             problems.append("knowledge base %r: term counts differ from its articles' (%s)"
