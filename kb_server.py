@@ -217,6 +217,32 @@ class Session:
             self._asked += 1
             return "approve-%d" % self._asked
 
+    def ask(self, call, params, send):
+        """Put elicitation/create to the client through ``send`` for ``call``, and wait for
+        the answer; returns ``(our request ID, the reply or None on timeout)``."""
+        ask_id = self.next_ask_id()
+        ask = Ask(call)
+        with self.lock:
+            self.asks[ask_id] = ask
+        try:
+            send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
+                  "params": params})
+            ask.answered.wait(ASK_TIMEOUT_S)
+        finally:
+            with self.lock:
+                self.asks.pop(ask_id, None)
+        return ask_id, ask.reply
+
+    def deliver(self, message):
+        """The client's answer to one of our questions; False when it answers none."""
+        with self.lock:
+            ask = self.asks.get(message["id"]) if is_request_id(message["id"]) else None
+        if ask is None:
+            return False
+        ask.reply = message
+        ask.answered.set()
+        return True
+
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -893,33 +919,19 @@ class StdioTransport:
 
     def _ask(self, call, params):
         """Put a question to the client; the reply, None on timeout; Cancelled if cancelled."""
-        session = self.session
-        ask_id = session.next_ask_id()
-        ask = Ask(call)
-        with session.lock:
-            session.asks[ask_id] = ask
-        self.send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
-                   "params": params})
-        ask.answered.wait(ASK_TIMEOUT_S)
-        with session.lock:
-            session.asks.pop(ask_id, None)
+        ask_id, reply = self.session.ask(call, params, self.send)
         if call.cancelled.is_set():
             # Our question is moot now: tell the client so it can close the dialog.
             self.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                        "params": {"requestId": ask_id,
                                   "reason": "the tool call it asked about was cancelled"}})
             raise Cancelled()
-        return ask.reply
+        return reply
 
     def _on_response(self, message):
-        with self.session.lock:
-            ask = self.session.asks.get(message["id"]) if is_request_id(message["id"]) else None
-        if ask is None:
+        if not self.session.deliver(message):
             # A late answer to a question whose call was cancelled, or noise.
             log.info("ignored a response to unknown request %.80r", message.get("id"))
-            return
-        ask.reply = message
-        ask.answered.set()
 
     def _on_notification(self, message):
         params = message.get("params")
@@ -1301,12 +1313,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             raise HttpRejected(400, error_response(None, RpcError(
                 INVALID_REQUEST, "Invalid Request: a response belongs to a session; this POST "
                 "names none")))
-        session = self.transport.session_for(session_id, principal)
-        with session.lock:
-            ask = session.asks.get(message["id"]) if is_request_id(message["id"]) else None
-        if ask is not None:
-            ask.reply = message
-            ask.answered.set()
+        self.transport.session_for(session_id, principal).deliver(message)
         self.reply(202)
 
     def on_request(self, message, principal):
@@ -1418,21 +1425,16 @@ class Stream:
             handler.end_headers()
             handler.close_connection = True
             self.streaming = True
-        ask_id = session.next_ask_id()
-        ask = Ask(call)
-        with session.lock:
-            session.asks[ask_id] = ask
-        try:
-            self._event({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
-                         "params": params})
-        except OSError:
-            call.cancelled.set()
-        ask.answered.wait(ASK_TIMEOUT_S)
-        with session.lock:
-            session.asks.pop(ask_id, None)
+        def send(message):
+            try:
+                self._event(message)
+            except OSError:
+                call.cancelled.set()
+
+        _, reply = session.ask(call, params, send)
         if call.cancelled.is_set():
             raise Cancelled()
-        return ask.reply
+        return reply
 
     def finish(self, status, response):
         """Send the answer: the last event of the stream, or a whole JSON response."""
