@@ -227,7 +227,8 @@ class Session:
         try:
             send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
                   "params": params})
-            ask.answered.wait(ASK_TIMEOUT_S)
+            if not call.cancelled.is_set():  # a question that could not be sent has no answer
+                ask.answered.wait(ASK_TIMEOUT_S)
         finally:
             with self.lock:
                 self.asks.pop(ask_id, None)

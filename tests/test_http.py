@@ -399,3 +399,45 @@ def test_connections_beyond_the_cap_get_503(kb, server):
         sock.close()
     time.sleep(0.3)
     assert Http(s, kb.allow).modern("tools/list")[0] == 200
+
+
+def test_a_question_the_stream_cannot_carry_is_not_waited_for():
+    """A client gone before its question could be written: the call ends as cancelled at
+    once, instead of holding a worker for the whole approval timeout."""
+    import kb_server
+
+    class Gone:
+        def write(self, data):
+            raise BrokenPipeError("the client hung up")
+
+        def flush(self):
+            pass
+
+    class Handler:
+        wfile = Gone()
+        close_connection = False
+
+        def send_response(self, status):
+            pass
+
+        def send_header(self, name, value):
+            pass
+
+        def end_headers(self):
+            pass
+
+    session = kb_server.Session(principal=None, session_id="s")
+    call = kb_server.Call("r1")
+    outcome = []
+
+    def ask():
+        try:
+            kb_server.Stream(Handler(), {}).ask(session, call, {"message": "Approve?"})
+        except kb_server.Cancelled:
+            outcome.append("cancelled")
+
+    worker = threading.Thread(target=ask, daemon=True)
+    worker.start()
+    worker.join(5)
+    assert outcome == ["cancelled"] and not worker.is_alive()
+    assert session.asks == {}
