@@ -104,17 +104,7 @@ def read_content(args, required):
     if args.file == "-":
         return sys.stdin.read()
     if args.file is not None:
-        try:
-            with open(args.file, "rb") as fh:
-                raw = fh.read()
-        except OSError as exc:
-            raise kb_store.InvalidArgument("cannot read --file %s: %s" % (args.file, exc.strerror),
-                                           argument="--file") from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise kb_store.InvalidArgument("--file %s is not UTF-8 text (byte %d)"
-                                           % (args.file, exc.start), argument="--file") from None
+        text = kb_store.kb_core.read_utf8_file(args.file, "--file %s" % args.file, "--file")
         return text[1:] if text.startswith("\ufeff") else text
     if args.content is not None:
         return args.content

@@ -782,6 +782,23 @@ def _yaml_scalar(value):
     return value.split(" #", 1)[0].strip()
 
 
+def read_utf8_file(path, label, argument):
+    """The text of a UTF-8 file; InvalidArgument naming it (as ``label``) when it cannot be
+    read or is not UTF-8."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise InvalidArgument("cannot read %s: %s" % (label, exc.strerror), argument=argument,
+                              path=str(path)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument("%s is not UTF-8 text (byte %d is 0x%02x); save it as UTF-8"
+                              % (label, exc.start, raw[exc.start]), argument=argument,
+                              path=str(path)) from None
+
+
 def read_markdown_folder(directory, progress=None):
     """Every ``*.md`` file below ``directory`` as SourceDocuments, sorted by path.
 
@@ -807,18 +824,7 @@ def read_markdown_folder(directory, progress=None):
     documents = []
     for done, path in enumerate(paths, 1):
         source = os.path.relpath(path, directory).replace(os.sep, "/")
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-        except OSError as exc:
-            raise InvalidArgument("cannot read %s: %s" % (path, exc.strerror),
-                                  argument="directory", path=path) from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidArgument("%s is not UTF-8 text (byte %d is 0x%02x); save it as UTF-8"
-                                  % (path, exc.start, raw[exc.start]), argument="directory",
-                                  path=path) from None
+        text = read_utf8_file(path, path, "directory")
         try:
             title, content = parse_markdown(text, os.path.splitext(os.path.basename(path))[0])
             check_new_article(title, content, "title", "content")
