@@ -695,11 +695,7 @@ class Protocol:
                                "(form mode) for this request: this caller's edits need a "
                                "person's approval", {"requiredCapabilities": {
                                    "elicitation": {"form": {}}}})
-            return {"resultType": "input_required",
-                    "inputRequests": {APPROVAL_KEY: {
-                        "method": "elicitation/create",
-                        "params": approval_request(preview, with_mode=True)}},
-                    "requestState": self.signer.issue(ctx.principal.name, name, arguments)}
+            return self._input_required(preview, name, arguments, ctx)
         self._ask_in_session(preview, where, ctx)
         return tool_result(self._run(name, arguments, ctx))
 
@@ -713,11 +709,7 @@ class Protocol:
             preview = self._preview(arguments, ctx)
             if preview["replay"]:
                 return tool_result(preview["result"])
-            return {"resultType": "input_required",
-                    "inputRequests": {APPROVAL_KEY: {
-                        "method": "elicitation/create",
-                        "params": approval_request(preview, with_mode=True)}},
-                    "requestState": self.signer.issue(ctx.principal.name, name, arguments)}
+            return self._input_required(preview, name, arguments, ctx)
         action = answer.get("action")
         if action != "accept":
             return tool_error(not_approved(action, {
@@ -726,6 +718,14 @@ class Protocol:
         log.info("edit of %s/%s approved (signed handle)", arguments.get("knowledge_base_id"),
                  arguments.get("article_id"))
         return tool_result(self._run(name, arguments, ctx))
+
+    def _input_required(self, preview, name, arguments, ctx):
+        """2026-07-28: the question for the person, and a signed handle to come back with."""
+        return {"resultType": "input_required",
+                "inputRequests": {APPROVAL_KEY: {
+                    "method": "elicitation/create",
+                    "params": approval_request(preview, with_mode=True)}},
+                "requestState": self.signer.issue(ctx.principal.name, name, arguments)}
 
     def _ask_in_session(self, preview, where, ctx):
         """Ask the person through elicitation/create; returns if they accept."""
