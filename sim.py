@@ -279,6 +279,15 @@ def draw_rank(cumulative, u):
     return lo
 
 
+def draw_kind(mix, u):
+    """The name of ``(name, share)`` pairs ``mix`` whose share ``u`` (in [0, 1)) falls in."""
+    for name, share in mix:
+        if u < share:
+            return name
+        u -= share
+    return mix[-1][0]
+
+
 def top_share(cumulative, k):
     """The probability mass of the top ``k`` ranks."""
     return cumulative[min(k, len(cumulative)) - 1]
@@ -357,12 +366,7 @@ def draw_plan(seed, config):
     saves = []
     for _ in range(config.saves):
         t_us = int(rng.random() * day_us)
-        u, kind = rng.random(), SAVE_MIX[-1][0]
-        for name, share in SAVE_MIX:
-            if u < share:
-                kind = name
-                break
-            u -= share
+        kind = draw_kind(SAVE_MIX, rng.random())
         zipf_article = ranking[draw_rank(cumulative, rng.random())]
         uniform_article = min(int(rng.random() * config.articles), config.articles - 1)
         saves.append(Save(t_us, kind, zipf_article, uniform_article,

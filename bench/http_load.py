@@ -21,6 +21,7 @@ import time
 import common
 import corpus
 import kb_store
+import sim
 
 KB = "load"
 SEED = 20261108
@@ -72,12 +73,7 @@ def client(port, token, name, calls, titles, out):
         return reply["result"]
 
     while n < calls:
-        u, kind = rng.random(), MIX[-1][0]
-        for k, share in MIX:
-            if u < share:
-                kind = k
-                break
-            u -= share
+        kind = sim.draw_kind(MIX, rng.random())
         if kind == "search":
             query = corpus.question(titles[int(rng.random() * len(titles))])
             tool("search", "search_knowledge_base", {"knowledge_base_id": KB, "query": query})
