@@ -970,6 +970,10 @@ def cancel(session, params):
 # -- Streamable HTTP --------------------------------------------------------------------------
 
 
+# The names a loopback server answers to: its own Host header and Origin, whichever is used.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
 class HttpRejected(Exception):
     """An HTTP request refused before the protocol saw it: a status, headers, a JSON body."""
 
@@ -1029,9 +1033,9 @@ class HttpTransport:
         self.port = self.server.server_address[1]
         self.loopback = _is_loopback(host)
         self.allowed_hosts = {"%s:%d" % (name, self.port) for name in
-                              ("127.0.0.1", "localhost", "[::1]")} if self.loopback else None
+                              LOOPBACK_NAMES} if self.loopback else None
         self.allowed_origins = set(allowed_origins) | {
-            "http://%s:%d" % (name, self.port) for name in ("127.0.0.1", "localhost", "[::1]")}
+            "http://%s:%d" % (name, self.port) for name in LOOPBACK_NAMES}
 
     def serve_forever(self):
         """Serve until interrupted."""
@@ -1144,6 +1148,9 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "%s/%s" % (SERVER_NAME, SERVER_VERSION)
+    # Headers and body leave in two writes; with Nagle's algorithm the body waits for the
+    # client's delayed ACK of the headers, 40 ms on Linux, on every response.
+    disable_nagle_algorithm = True
 
     def setup(self):
         self.transport = self.server.transport
