@@ -566,15 +566,6 @@ class SearchDoc:
         return presence
 
 
-def body_count(body_text, term):
-    """How often ``term`` is in a stored body (``SearchDoc.body_text``), without parsing it all."""
-    at = body_text.find("\n%s\t" % term)
-    if at < 0:
-        return 0
-    start = at + len(term) + 2
-    return int(body_text[start:body_text.index("\n", start)])
-
-
 def presence_delta(old, new):
     """``{term: (title delta, body delta)}`` of replacing SearchDoc ``old`` by ``new`` (either
     may be None: added or removed)."""
