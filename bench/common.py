@@ -26,12 +26,17 @@ def store_address(engine, directory, name, postgres_url=None):
     return kb_postgres.schema_address(postgres_url, "bench_" + name, fresh=True)
 
 
+def schema_of(address):
+    """The schema a ``store_address`` of PostgreSQL names (``...search_path%3Dname``)."""
+    return address.rsplit("%3D", 1)[1]
+
+
 def drop_store(engine, address, postgres_url=None):
     """Remove a benchmark's PostgreSQL schema (files go with their temporary folder)."""
     if engine == "postgresql":
         import kb_postgres
 
-        kb_postgres.drop_schema(postgres_url, address.rsplit("%3D", 1)[1])
+        kb_postgres.drop_schema(postgres_url, schema_of(address))
 
 
 def store_mb(engine, address, postgres_url=None):
@@ -41,7 +46,7 @@ def store_mb(engine, address, postgres_url=None):
         return round(os.path.getsize(address) / 1e6, 1)
     import psycopg
 
-    schema = address.rsplit("%3D", 1)[1]
+    schema = schema_of(address)
     with psycopg.connect(postgres_url) as conn:
         size = conn.execute(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
