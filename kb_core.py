@@ -602,24 +602,31 @@ def score(doc_row, needles, stats):
     """
     title = doc_row["title_terms"].split()
     body = doc_row["body_terms"]
+    idfs = stats["idf"]
+    # ``bm25`` written out, the same operations in the same order (so the same floats): this
+    # runs for every candidate of every search. Each field's norm is the same for every term.
+    avg_title, avg_body = stats["avg_title"], stats["avg_body"]
+    title_norm = 1.0 - BM25_B + BM25_B * (doc_row["title_len"] / avg_title if avg_title else 1.0)
+    body_norm = 1.0 - BM25_B + BM25_B * (doc_row["body_len"] / avg_body if avg_body else 1.0)
     held, total = 0, 0.0
     for term, needle in needles:
         tf_title = title.count(term)
         at = body.find(needle)
         if at < 0:
+            if not tf_title:
+                continue
             tf_body = 0
         else:
             start = at + len(needle)
             tf_body = int(body[start:body.index("\n", start)])
-        if tf_title or tf_body:
-            held += 1
-            idf_title, idf_body = stats["idf"][term]
-            if tf_title:
-                total += TITLE_WEIGHT * bm25(tf_title, doc_row["title_len"], stats["avg_title"],
-                                             idf_title)
-            if tf_body:
-                total += BODY_WEIGHT * bm25(tf_body, doc_row["body_len"], stats["avg_body"],
-                                            idf_body)
+        held += 1
+        idf_title, idf_body = idfs[term]
+        if tf_title:
+            total += TITLE_WEIGHT * (idf_title * tf_title * (BM25_K1 + 1.0)
+                                     / (tf_title + BM25_K1 * title_norm))
+        if tf_body:
+            total += BODY_WEIGHT * (idf_body * tf_body * (BM25_K1 + 1.0)
+                                    / (tf_body + BM25_K1 * body_norm))
     return held, total
 
 
@@ -638,8 +645,9 @@ def _find_ascii(text, terms):
         # A snippet shows one window; a dozen matches of a word are plenty to place it.
         while at >= 0 and found < SNIPPET_MAX_MATCHES:
             stop = at + len(term)
-            if ((at == 0 or not _joins_word(lowered[at - 1]))
-                    and (stop == size or not _joins_word(lowered[stop]))):
+            # ``_joins_word`` of an ASCII character, written out: this loop runs per match.
+            if ((at == 0 or not lowered[at - 1].isalnum())
+                    and (stop == size or not lowered[stop].isalnum())):
                 hits.append((at, stop, term))
                 found += 1
             at = lowered.find(term, stop)
