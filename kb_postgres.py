@@ -43,7 +43,7 @@ from kb_core import (
 )
 from kb_engine import (
     KB_COLUMNS, SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
-    failed_error,
+    failed_error, query_tree, render_query,
 )
 
 try:
@@ -155,13 +155,12 @@ def tsvector_text(kb_pk, doc):
     return " ".join(lexemes)
 
 
-def tsquery_text(kb_pk, all_of, none_of, title_only):
-    """A tsquery of quoted lexemes: every term of ``all_of`` (weight A with ``title_only``),
-    none of ``none_of``; text that PostgreSQL's parser reads as lexemes, never as syntax."""
+def tsquery_text(kb_pk, terms, title_only, spare):
+    """A tsquery of quoted lexemes: every term of ``terms`` but at most ``spare`` (weight A
+    with ``title_only``); text that PostgreSQL's parser reads as lexemes, never as syntax."""
     suffix = ":A" if title_only else ""
-    parts = [_lexeme(kb_pk, term, suffix) for term in all_of]
-    parts += ["!" + _lexeme(kb_pk, term) for term in none_of]
-    return " & ".join(parts)
+    return render_query(query_tree(terms, spare), lambda term: _lexeme(kb_pk, term, suffix),
+                        " & ", " | ")
 
 
 class PostgresEngine(Engine):
@@ -388,10 +387,10 @@ class PostgresEngine(Engine):
 
     def _match_rows(self, kb_pk, queries, limit, outer):
         ctes, parts, params = [], [], []
-        for i, (all_of, none_of, title_only) in enumerate(queries):
+        for i, (terms, title_only, spare) in enumerate(queries):
             ctes.append("m%d AS MATERIALIZED (SELECT pk FROM search_docs WHERE tsv @@ %%s::tsquery)"
                         % i)
-            params.append(tsquery_text(kb_pk, all_of, none_of, title_only))
+            params.append(tsquery_text(kb_pk, terms, title_only, spare))
         for i in range(len(queries)):
             parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM m%d ORDER BY pk LIMIT %%s) AS l%d"
                          % (i, i, i))

@@ -19,7 +19,7 @@ import urllib.request
 from kb_core import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed
 from kb_engine import (
     SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
-    failed_error,
+    failed_error, query_tree, render_query,
 )
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
@@ -389,12 +389,10 @@ class SQLiteEngine(Engine):
     def _match_sql(self, kb_pk, queries, limit):
         # FTS5 queries of quoted terms (AND, NOT, a title filter), as rows (q, pk), in order.
         parts, params = [], []
-        for i, (all_of, none_of, title_only) in enumerate(queries):
-            expression = " AND ".join(fts_literal(t) for t in all_of)
+        for i, (terms, title_only, spare) in enumerate(queries):
+            expression = render_query(query_tree(terms, spare), fts_literal, " AND ", " OR ")
             if title_only:
                 expression = "{title}: (%s)" % expression
-            for term in none_of:
-                expression = "(%s) NOT %s" % (expression, fts_literal(term))
             parts.append("SELECT %d AS q, rowid AS pk FROM (SELECT rowid FROM fts_%d WHERE "
                          "fts_%d MATCH ? ORDER BY rowid LIMIT ?)" % (i, int(kb_pk), int(kb_pk)))
             params += [expression, limit]

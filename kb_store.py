@@ -924,14 +924,15 @@ class KBStore:
         def enough(tier):
             return sum(1 for key in scored.values() if key[0] <= tier) >= limit
 
-        def tier(queries):
+        def tier(spare):
             # Every article of the tier, where fewer than the cap hold it; else the first by
             # ID and, since the title weighs most, those holding the words in their title.
-            found, docs = self._db.match_docs(kb["pk"], [(a, n, False) for a, n in queries], cap)
-            full = [q for q, pks in zip(queries, found) if len(pks) >= cap]
-            if full:
-                more, more_docs = self._db.match_docs(kb["pk"], [(a, n, True) for a, n in full],
-                                                      cap)
+            # The all-but-one query also finds the tier above, all of it scored already (it
+            # had fewer than ``limit``): asking for that many more keeps the cap for this tier.
+            wanted = cap + sum(1 for key in scored.values() if key[0] < spare)
+            found, docs = self._db.match_docs(kb["pk"], [(terms, False, spare)], wanted)
+            if len(found[0]) >= wanted:
+                more, more_docs = self._db.match_docs(kb["pk"], [(terms, True, spare)], wanted)
                 found += more
                 docs.update(more_docs)
             gather(found, docs)
@@ -939,11 +940,11 @@ class KBStore:
         rarest_first = sorted(terms, key=lambda t: (sum(counts[t]), terms.index(t)))
         if len(terms) == 1:
             gather(self._db.title_candidates(kb["pk"], terms, cap)
-                   + self._db.match(kb["pk"], [(terms, (), False)], cap))
+                   + self._db.match(kb["pk"], [(terms, False, 0)], cap))
         else:
-            tier([(terms, ())])
+            tier(0)
             if not enough(0):
-                tier([(terms[:i] + terms[i + 1:], [missing]) for i, missing in enumerate(terms)])
+                tier(1)
             if len(terms) > 2 and not enough(1):
                 # The any-word tier fills the places left: for each word, as many of the
                 # articles with the shortest titles holding it (its best title scores), then,
@@ -953,7 +954,7 @@ class KBStore:
                 gather(self._db.title_candidates(kb["pk"], rarest_first,
                                                  min(cap, short + len(scored))))
                 if len(scored) < limit:
-                    gather(self._db.match(kb["pk"], [([t], (), False) for t in rarest_first],
+                    gather(self._db.match(kb["pk"], [([t], False, 0) for t in rarest_first],
                                           min(cap, short + len(scored))))
         best = sorted(scored.values())[:limit]
         return [key[2] for key in best], terms

@@ -7,6 +7,7 @@ import random
 import pytest
 
 import kb_core
+import kb_engine
 import kb_store
 
 KB = "kb-search"
@@ -267,3 +268,62 @@ def test_the_any_word_tier_takes_the_shortest_titles_first(kb, monkeypatch):
     assert len(found) == 3
     assert short in found  # the shortest title holding the word, though the newest
     assert kb.last_search["scored"] < 20
+
+
+# -- the all-but-one query ----------------------------------------------------------------------
+
+
+def holds(tree, present):
+    """Whether an article holding the terms ``present`` satisfies a ``query_tree`` query."""
+    if isinstance(tree, str):
+        return tree in present
+    op, children = tree
+    return (all if op == "and" else any)(holds(child, present) for child in children)
+
+
+@pytest.mark.parametrize("size", range(2, kb_core.QUERY_TERMS_MAX + 1))
+def test_all_but_one_is_exactly_the_articles_missing_at_most_one_term(size):
+    terms = ["t%d" % n for n in range(size)]
+    tree = kb_engine.query_tree(terms, 1)
+    for mask in range(1 << size):
+        present = {term for n, term in enumerate(terms) if mask >> n & 1}
+        assert holds(tree, present) == (len(present) >= size - 1), (size, sorted(present))
+    assert holds(kb_engine.query_tree(terms, 0), set(terms))
+    assert not holds(kb_engine.query_tree(terms, 0), set(terms[1:]))
+    # Each term is asked for about log2(size) times, where one query per left-out term asks
+    # for it size times: the point of the halving.
+    asked = []
+
+    def walk(node):
+        if isinstance(node, str):
+            asked.append(node)
+        else:
+            for child in node[1]:
+                walk(child)
+
+    walk(tree)
+    assert set(asked) == set(terms)
+    assert max(asked.count(term) for term in terms) <= size.bit_length()
+
+
+def test_the_index_answers_all_but_one_on_both_engines(kb):
+    words = ["alpha", "beta", "gamma", "delta"]
+    expected, in_title = set(), set()
+    for mask in range(1, 1 << len(words)):
+        present = [w for n, w in enumerate(words) if mask >> n & 1]
+        # odd masks carry their words in the title, even ones in the body
+        title, body = (" ".join(present), "text") if mask % 2 else ("Other", " ".join(present))
+        pk = kb._article(kb._kb(KB, GRANTED), kb.create_article(KB, title, body), True)["pk"]
+        if len(present) >= len(words) - 1:
+            expected.add(pk)
+            if mask % 2:
+                in_title.add(pk)
+    kb_pk = kb._kb(KB, GRANTED)["pk"]
+    with kb._db.read():
+        anywhere, titled, every = kb._db.match(kb_pk, [(words, False, 1), (words, True, 1),
+                                                       (words, False, 0)], 100)
+        first_two = kb._db.match(kb_pk, [(words, False, 1)], 2)[0]
+    assert set(anywhere) == expected and len(expected) == 5
+    assert set(titled) == in_title and in_title
+    assert len(every) == 1
+    assert anywhere == sorted(anywhere) and first_two == sorted(expected)[:2]
