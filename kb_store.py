@@ -924,28 +924,35 @@ class KBStore:
         def enough(tier):
             return sum(1 for key in scored.values() if key[0] <= tier) >= limit
 
-        def tier(spare):
-            # Every article of the tier, where fewer than the cap hold it; else the first by
-            # ID and, since the title weighs most, those holding the words in their title.
-            # The all-but-one query also finds the tier above, all of it scored already (it
-            # had fewer than ``limit``): asking for that many more keeps the cap for this tier.
-            wanted = cap + sum(1 for key in scored.values() if key[0] < spare)
-            found, docs = self._db.match_docs(kb["pk"], [(terms, False, spare)], wanted)
-            if len(found[0]) >= wanted:
-                more, more_docs = self._db.match_docs(kb["pk"], [(terms, True, spare)], wanted)
+        def ask(queries):
+            # Each query's articles, where fewer than the cap hold it; else the first by ID
+            # and, since the title weighs most, those holding its words in their title.
+            # Whether any query reached the cap.
+            found, docs = self._db.match_docs(kb["pk"], queries, cap)
+            full = [(q[0], True, q[2]) for q, pks in zip(queries, found) if len(pks) >= cap]
+            if full:
+                more, more_docs = self._db.match_docs(kb["pk"], full, cap)
                 found += more
                 docs.update(more_docs)
             gather(found, docs)
+            return bool(full)
 
         rarest_first = sorted(terms, key=lambda t: (sum(counts[t]), terms.index(t)))
         if len(terms) == 1:
             gather(self._db.title_candidates(kb["pk"], terms, cap)
                    + self._db.match(kb["pk"], [(terms, False, 0)], cap))
-        else:
-            tier(0)
+        elif len(terms) == 2:
+            # Two words: many articles hold both, and all but one is either word.
+            ask([(terms, False, 0)])
             if not enough(0):
-                tier(1)
-            if len(terms) > 2 and not enough(1):
+                ask([(terms, False, 1)])
+        else:
+            # Three words or more: the all-but-one query holds the every-word tier too, so
+            # one query gathers both tiers whole whenever it stays under the cap; only when
+            # it reaches the cap is the every-word tier asked on its own.
+            if ask([(terms, False, 1)]):
+                ask([(terms, False, 0)])
+            if not enough(1):
                 # The any-word tier fills the places left: for each word, as many of the
                 # articles with the shortest titles holding it (its best title scores), then,
                 # only if still short, the first articles holding it anywhere. Asking for as
