@@ -506,14 +506,6 @@ def query_terms(text):
     return content or found
 
 
-def bm25(tf, length, average, idf):
-    """One field's BM25 score for a term seen ``tf`` times in a field of ``length`` tokens."""
-    if not tf:
-        return 0.0
-    norm = 1.0 - BM25_B + BM25_B * (length / average if average else 1.0)
-    return idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * norm)
-
-
 def idf(df, n):
     """BM25's inverse document frequency, never negative (Lucene's form)."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
@@ -603,8 +595,8 @@ def score(doc_row, needles, stats):
     title = doc_row["title_terms"].split()
     body = doc_row["body_terms"]
     idfs = stats["idf"]
-    # ``bm25`` written out, the same operations in the same order (so the same floats): this
-    # runs for every candidate of every search. Each field's norm is the same for every term.
+    # BM25 for each field written out inline: this runs for every candidate of every
+    # search. A field's length norm is the same for every term, so it is computed once.
     avg_title, avg_body = stats["avg_title"], stats["avg_body"]
     title_norm = 1.0 - BM25_B + BM25_B * (doc_row["title_len"] / avg_title if avg_title else 1.0)
     body_norm = 1.0 - BM25_B + BM25_B * (doc_row["body_len"] / avg_body if avg_body else 1.0)
