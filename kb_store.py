@@ -884,9 +884,10 @@ class KBStore:
 
         Tiers first: articles holding every query word, then all words but one, then any
         word (``kb_core.score`` counts them); within a tier, the BM25F score, title over body;
-        ties by article ID. Each tier is gathered by a few index queries of at most
-        ``CANDIDATES_PER_QUERY`` rows, and a tier is only gathered when the tiers above hold
-        fewer than ``limit`` hits: the work is bounded, however common the words.
+        ties by article ID. The tiers are gathered by a few index queries of at most
+        ``CANDIDATES_PER_QUERY`` rows each (docs/search.md says which, in what order), and a
+        lower tier only when the ones above hold fewer than ``limit`` hits: the work is
+        bounded, however common the words.
         """
         terms = query_terms(text)
         work = self.last_search = {"terms": terms, "queries": 0, "scored": 0,
