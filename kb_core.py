@@ -20,7 +20,7 @@ from functools import cached_property
 from datetime import datetime, timedelta, timezone
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Written into every store this package creates ("KBC1": the SQLite header's application_id,
 # a PostgreSQL store's meta row), so that another application's database is told apart even
 # when its user_version happens to equal ours.

@@ -17,7 +17,8 @@ The interface, with the promise each part makes:
   that two writers of one knowledge base take turns and its event sequence commits in
   sequence order.
 - ``index_add`` / ``index_remove`` / ``index_replace`` / ``match`` / ``match_docs`` /
-  ``indexed_pks`` / ``optimize``: the full-text index of published articles (``match``
+  ``indexed_pks`` / ``title_indexed_pks`` / ``optimize``: the full-text index of published
+  articles, of titles and bodies and of titles alone (``match``
   answers boolean queries on terms, in article order, at most ``limit`` rows: its work is
   bounded by the limit, not by how many articles hold a word; ``match_docs`` brings the
   articles' stored tokens with them).
@@ -91,7 +92,7 @@ class Engine:
     name = "engine"
     placeholder = "?"
     # More columns an engine keeps per search_docs row, as (column, placeholder), and their
-    # values come from ``_search_doc_extra``: PostgreSQL's tsvector.
+    # values come from ``_search_doc_extra``: PostgreSQL's tsvectors.
     search_doc_extra = ()
 
     # -- provided by an engine -----------------------------------------------------------------
@@ -157,6 +158,10 @@ class Engine:
 
     def indexed_pks(self, kb_pk):
         """Every article pk in a knowledge base's full-text index, sorted (for the audit)."""
+        raise NotImplementedError
+
+    def title_indexed_pks(self, kb_pk):
+        """Every article pk with a title token in the index of titles, sorted (for the audit)."""
         raise NotImplementedError
 
     def index_clear(self, kb_pk):

@@ -30,9 +30,9 @@ What gives each guarantee:
 
 Full-text search: each published article's row in ``search_docs`` carries a ``tsvector`` of its
 tokens (the store's own, ``kb_core.tokens``, not a PostgreSQL dictionary, so the same words
-match as on SQLite), under a GIN index. Every lexeme is prefixed with the knowledge base's key
-(``17:refund``), so one knowledge base's query never visits another's; title lexemes carry
-weight A, so a query can ask for title matches (``'17:refund':A``).
+match as on SQLite) and one of its title's tokens, each under a GIN index. Every lexeme is
+prefixed with the knowledge base's key (``17:refund``), so one knowledge base's query never
+visits another's.
 """
 
 import contextlib
@@ -112,11 +112,13 @@ CREATE TABLE search_docs (
     title_len INTEGER NOT NULL,
     body_terms TEXT NOT NULL,
     body_len INTEGER NOT NULL,
-    tsv TSVECTOR NOT NULL
+    tsv TSVECTOR NOT NULL,
+    title_tsv TSVECTOR NOT NULL
 );
 -- fastupdate off: every save goes straight into the index, since a pending list would be
 -- scanned row by row by every search until a vacuum merged it.
 CREATE INDEX search_docs_tsv ON search_docs USING GIN (tsv) WITH (fastupdate = off);
+CREATE INDEX search_docs_title_tsv ON search_docs USING GIN (title_tsv) WITH (fastupdate = off);
 CREATE TABLE search_terms (
     kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
     term TEXT NOT NULL,
@@ -146,21 +148,18 @@ def _lexeme(kb_pk, term, suffix=""):
     return "'%d:%s'%s" % (int(kb_pk), term.replace("'", "''").replace("\\", "\\\\"), suffix)
 
 
-def tsvector_text(kb_pk, doc):
-    """An article's tsvector as text: title terms at weight A, body-only terms at D."""
-    title = set(doc.title_tokens)
-    lexemes = [_lexeme(kb_pk, term, ":1A") for term in sorted(title)]
-    lexemes += [_lexeme(kb_pk, term, ":1") for term in sorted(doc.body_counts)
-                if term not in title]
-    return " ".join(lexemes)
+def tsvector_text(kb_pk, doc, title_only=False):
+    """An article's tsvector as text: the distinct terms of its title and body, or of its
+    title alone."""
+    terms = set(doc.title_tokens) if title_only else set(doc.title_tokens) | set(doc.body_counts)
+    return " ".join(_lexeme(kb_pk, term) for term in sorted(terms))
 
 
-def tsquery_text(kb_pk, terms, title_only, spare):
-    """A tsquery of quoted lexemes: every term of ``terms`` but at most ``spare`` (weight A
-    with ``title_only``); text that PostgreSQL's parser reads as lexemes, never as syntax."""
-    suffix = ":A" if title_only else ""
-    return render_query(query_tree(terms, spare), lambda term: _lexeme(kb_pk, term, suffix),
-                        " & ", " | ")
+def tsquery_text(kb_pk, terms, spare):
+    """A tsquery of quoted lexemes: every term of ``terms`` but at most ``spare``; text that
+    PostgreSQL's parser reads as lexemes, never as syntax."""
+    return render_query(query_tree(terms, spare), lambda term: _lexeme(kb_pk, term), " & ",
+                        " | ")
 
 
 class PostgresEngine(Engine):
@@ -168,7 +167,7 @@ class PostgresEngine(Engine):
 
     name = "postgresql"
     placeholder = "%s"
-    search_doc_extra = (("tsv", "?::tsvector"),)
+    search_doc_extra = (("tsv", "?::tsvector"), ("title_tsv", "?::tsvector"))
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         if psycopg is None:
@@ -341,8 +340,24 @@ class PostgresEngine(Engine):
         self.schema, self.created = SCHEMA_VERSION, True
 
     def upgrade_schema(self):
-        """Inside ``write()``: PostgreSQL stores began at schema 2; nothing to migrate yet."""
-        return self.schema, []
+        """Inside ``write()``: migrate the schema (PostgreSQL stores began at schema 2);
+        returns the knowledge-base pks to re-index."""
+        found = self.schema
+        if found < 3:
+            # Schema 3: a tsvector of the title alone, for the title-only queries (they read
+            # title weights in ``tsv`` before, which its GIN index cannot check). The
+            # knowledge bases are re-indexed to fill it; the default only covers that moment.
+            for statement in (
+                    "ALTER TABLE search_docs ADD COLUMN title_tsv TSVECTOR NOT NULL DEFAULT ''",
+                    "ALTER TABLE search_docs ALTER COLUMN title_tsv DROP DEFAULT",
+                    "CREATE INDEX search_docs_title_tsv ON search_docs USING GIN (title_tsv) "
+                    "WITH (fastupdate = off)"):
+                self._conn.execute(statement)
+        self._conn.execute("UPDATE kb_meta SET value = %s WHERE key = 'schema_version'",
+                           (str(SCHEMA_VERSION),))
+        self.schema = SCHEMA_VERSION
+        kbs = [row["pk"] for row in self._conn.execute("SELECT pk FROM knowledge_bases")]
+        return found, kbs if found < 3 else []
 
     # -- the full-text index ---------------------------------------------------------------------
 
@@ -357,8 +372,8 @@ class PostgresEngine(Engine):
         """Nothing apart: ``search_doc_replace`` rewrote the tsvector with the row."""
 
     def _search_doc_extra(self, kb_pk, doc):
-        """The article's tsvector, written with its search_docs row."""
-        return (tsvector_text(kb_pk, doc),)
+        """The article's tsvectors, written with its search_docs row."""
+        return tsvector_text(kb_pk, doc), tsvector_text(kb_pk, doc, title_only=True)
 
     def index_clear(self, kb_pk):
         """Nothing apart: the tsvectors go with the knowledge base's search_docs rows."""
@@ -388,9 +403,9 @@ class PostgresEngine(Engine):
     def _match_rows(self, kb_pk, queries, limit, outer):
         ctes, parts, params = [], [], []
         for i, (terms, title_only, spare) in enumerate(queries):
-            ctes.append("m%d AS MATERIALIZED (SELECT pk FROM search_docs WHERE tsv @@ %%s::tsquery)"
-                        % i)
-            params.append(tsquery_text(kb_pk, terms, title_only, spare))
+            ctes.append("m%d AS MATERIALIZED (SELECT pk FROM search_docs WHERE %s @@ "
+                        "%%s::tsquery)" % (i, "title_tsv" if title_only else "tsv"))
+            params.append(tsquery_text(kb_pk, terms, spare))
         for i in range(len(queries)):
             parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM m%d ORDER BY pk LIMIT %%s) AS l%d"
                          % (i, i, i))
@@ -407,6 +422,12 @@ class PostgresEngine(Engine):
         """Every article whose row carries a tsvector: the GIN index covers them all."""
         return [row["pk"] for row in self.rows(
             "SELECT pk FROM search_docs WHERE kb_pk = ? AND tsv IS NOT NULL ORDER BY pk",
+            (kb_pk,))]
+
+    def title_indexed_pks(self, kb_pk):
+        """Every article whose title tsvector holds a lexeme."""
+        return [row["pk"] for row in self.rows(
+            "SELECT pk FROM search_docs WHERE kb_pk = ? AND length(title_tsv) > 0 ORDER BY pk",
             (kb_pk,))]
 
     def optimize(self, kb_pk):

@@ -1175,6 +1175,10 @@ class KBStore:
             problems.append("knowledge base %r: search statistics for %d articles, %d published"
                             % (name, len(docs), len(published)))
         parsed = [SearchDoc.stored(d) for d in docs]
+        titled = [d["pk"] for d, doc in zip(docs, parsed) if doc.title_tokens]
+        if db.title_indexed_pks(kb["pk"]) != titled:
+            problems.append("knowledge base %r: the index of titles differs from its articles' "
+                            "titles" % name)
         if (sum(d.title_len for d in parsed), sum(d.body_len for d in parsed)) != \
                 (kb["title_tokens"], kb["body_tokens"]):
             problems.append("knowledge base %r: token totals differ from its articles'" % name)

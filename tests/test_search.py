@@ -9,6 +9,7 @@ import pytest
 import kb_core
 import kb_engine
 import kb_store
+from kb_store import KBStore
 
 KB = "kb-search"
 GRANTED = frozenset({KB})
@@ -327,3 +328,95 @@ def test_the_index_answers_all_but_one_on_both_engines(kb):
     assert set(titled) == in_title and in_title
     assert len(every) == 1
     assert anywhere == sorted(anywhere) and first_two == sorted(expected)[:2]
+
+
+# -- the index of titles ------------------------------------------------------------------------
+
+
+def fill_for_title_queries(store):
+    """A knowledge base where the all-but-one query fills its cap, so that the title-only
+    queries run: many articles hold three of four words in bodies, a few in titles."""
+    store.create_knowledge_base(KB)
+    store.create_articles(KB, [("Note %d" % n, "alpha beta gamma, note %d" % n)
+                               for n in range(40)])
+    titled = [store.create_article(KB, title, "text")
+              for title in ("Alpha beta gamma", "Alpha beta delta", "Beta gamma delta",
+                            "Alpha gamma", "Gamma delta")]
+    store.save_article(KB, titled[3], title="Alpha gamma delta")  # a title changed
+    store.unpublish(KB, titled[4])
+    return ["alpha beta gamma delta", "alpha gamma", "gamma delta beta", "note alpha"]
+
+
+def titles_index(store, kb_pk):
+    with store._db.read():
+        return store._db.title_indexed_pks(kb_pk)
+
+
+def test_the_title_only_queries_read_the_index_of_titles(store, monkeypatch):
+    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 3)
+    fill_for_title_queries(store)
+    found = search(store, "alpha beta gamma delta", limit=3)["results"]
+    # Forty bodies, first by ID, hold three of the four words; the three first articles
+    # holding three in their titles still rank first: only the title-only query reaches them
+    # past the cap of three.
+    assert {hit["title"] for hit in found} == {"Alpha beta gamma", "Alpha beta delta",
+                                               "Beta gamma delta"}
+    kb_pk = store._kb(KB, GRANTED)["pk"]
+    with store._db.read():
+        titled = store._db.match(kb_pk, [(["gamma", "delta"], True, 0)], 100)[0]
+    # the changed title is indexed anew; the withdrawn one is gone
+    assert [store._db.row("SELECT title FROM articles WHERE pk = ?", (pk,))["title"]
+            for pk in titled] == ["Beta gamma delta", "Alpha gamma delta"]
+    assert store.audit() == []
+
+
+def test_the_audit_finds_a_damaged_index_of_titles(store, engine):
+    fill_for_title_queries(store)
+    kb_pk = store._kb(KB, GRANTED)["pk"]
+    pk = titles_index(store, kb_pk)[-1]
+    with store._db.write():
+        db = store._db
+        if engine == "sqlite":
+            title = db.row("SELECT title_terms FROM search_docs WHERE pk = ?", (pk,))
+            db.execute("INSERT INTO fts_title_{0} (fts_title_{0}, rowid, title) VALUES "
+                       "('delete', ?, ?)".format(kb_pk), (pk, title["title_terms"]))
+        else:
+            db.execute("UPDATE search_docs SET title_tsv = ''::tsvector WHERE pk = ?", (pk,))
+    assert [p for p in store.audit() if "index of titles" in p] == [
+        "knowledge base %r: the index of titles differs from its articles' titles" % KB]
+    store.rebuild_index(KB)
+    assert store.audit() == []
+
+
+def as_schema_2(address, engine):
+    """Take a store back to schema 2, as the version before the index of titles left it."""
+    with KBStore(address) as store:
+        db = store._db
+        with db.write():
+            if engine == "sqlite":
+                for (kb_pk,) in db.execute("SELECT pk FROM knowledge_bases").fetchall():
+                    db.execute("DROP TABLE fts_title_%d" % kb_pk)
+                db.execute("PRAGMA user_version = 2")
+            else:
+                db.execute("DROP INDEX search_docs_title_tsv")
+                db.execute("ALTER TABLE search_docs DROP COLUMN title_tsv")
+                db.execute("UPDATE kb_meta SET value = '2' WHERE key = 'schema_version'")
+
+
+def test_a_schema_2_store_is_upgraded_with_its_index_of_titles(engine, tmp_path, request,
+                                                                monkeypatch):
+    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 3)
+    address = (str(tmp_path / "old.db") if engine == "sqlite"
+               else request.getfixturevalue("pg_url"))
+    with KBStore(address, create=True) as store:
+        queries = fill_for_title_queries(store)
+        before = [ids(store, query, 5) for query in queries]
+    as_schema_2(address, engine)
+    with pytest.raises(kb_store.NotAStore, match="kb upgrade"):
+        KBStore(address)
+    assert KBStore.upgrade(address) == (2, kb_store.SCHEMA_VERSION)
+    with KBStore(address) as store:
+        assert store.audit() == []
+        assert [ids(store, query, 5) for query in queries] == before
+        kb_pk = store._kb(KB, GRANTED)["pk"]
+        assert len(titles_index(store, kb_pk)) == 44  # every published title
