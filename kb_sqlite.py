@@ -117,8 +117,9 @@ MIGRATIONS = {
 
 # One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:
 # 'ascii' splits them on the spaces between them and nothing else (every non-ASCII character
-# is a token character); detail=column keeps which field holds a term (for title-only
-# queries) and no positions; columnsize=0 since ranking keeps its own lengths.
+# is a token character); no positions (detail=column: detail=none, smaller still, measured
+# slower for these AND queries, 1.84 against 1.57 ms a search at 100,000 articles);
+# columnsize=0 since ranking keeps its own lengths.
 FTS_SQL = ("CREATE VIRTUAL TABLE fts_{pk} USING fts5(title, body, content='', columnsize=0, "
            "detail=column, tokenize='ascii')")
 # And one of titles alone, for the title-only queries: a title word's list of articles is a
