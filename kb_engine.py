@@ -57,8 +57,8 @@ def query_tree(terms, spare=0):
 
     All but one is written without NOT and without a query per left-out term: an article
     that misses at most one term holds every term of one half of them and all but at most
-    one of the other half. Each term's list of articles is then walked about twice, where
-    one query per left-out term walks it once per term of the query.
+    one of the other half. Each term's list of articles is then walked about log2(number of
+    terms) times, where one query per left-out term walks it once per term of the query.
     """
     terms = list(terms)
     if not spare:
