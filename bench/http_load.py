@@ -60,12 +60,18 @@ class Connection:
 def client(port, token, name, calls, titles, out):
     """One client thread: ``calls`` mixed calls; puts its timings and outcomes in ``out``."""
     rng = random.Random("%s-%d" % (name, SEED))
-    conn = Connection(port, token)
+    conn = [Connection(port, token)]
     timings = {kind: [] for kind, _ in MIX}
-    errors, accepted, conflicts, n = [], [], 0, 0
+    errors, dropped, accepted, conflicts, n = [], [], [], 0, 0
 
     def tool(kind, tool_name, arguments):
-        seconds, reply = conn.call(tool_name, arguments)
+        try:
+            seconds, reply = conn[0].call(tool_name, arguments)
+        except (OSError, http.client.HTTPException) as exc:
+            # A connection refused, reset or cut: counted, and the client connects again.
+            dropped.append("%s: %s" % (type(exc).__name__, exc))
+            conn[0] = Connection(port, token)
+            return None
         timings[kind].append(seconds)
         if "result" not in reply:
             errors.append(reply)
@@ -114,7 +120,7 @@ def client(port, token, name, calls, titles, out):
                     break
                 accepted.append((article_id, line))
                 break
-    out.append({"timings": timings, "errors": errors, "accepted": accepted,
+    out.append({"timings": timings, "errors": errors, "dropped": dropped, "accepted": accepted,
                 "conflicts": conflicts})
 
 
@@ -175,7 +181,10 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
                 "calls": sum(t["calls"] for t in per_tool.values()), "wall_s": round(wall, 1),
                 "calls_per_s": round(sum(t["calls"] for t in per_tool.values()) / wall, 1),
                 "per_tool": per_tool, "protocol_errors": len(errors),
-                "error_samples": errors[:3], "accepted_edits": len(accepted),
+                "error_samples": errors[:3],
+                "connection_errors": sum(len(o["dropped"]) for o in out),
+                "connection_error_samples": [d for o in out for d in o["dropped"]][:3],
+                "accepted_edits": len(accepted),
                 "conflicts": sum(o["conflicts"] for o in out), "lost_updates": lost,
                 "events": events, "audit": problems or "ok",
                 "load": [load_start, common.load()]}
@@ -195,12 +204,13 @@ def render(results):
         rows.append([r["engine"], "%d x %d" % (r["clients"], r["calls_per_client"]),
                      common.n(r["calls"]), "%.0f" % r["calls_per_s"]]
                     + ["%s / %s" % (tools[k]["p50_ms"], tools[k]["p99_ms"]) for k, _ in MIX]
-                    + [r["protocol_errors"], common.n(r["accepted_edits"]),
-                       common.n(r["conflicts"]), r["lost_updates"],
+                    + [r["protocol_errors"], r["connection_errors"],
+                       common.n(r["accepted_edits"]), common.n(r["conflicts"]), r["lost_updates"],
                        "ok" if r["audit"] == "ok" else "FAILED"])
     return common.table(["engine", "clients x calls", "calls", "calls/s",
                          "search p50 / p99 ms", "read p50 / p99 ms", "poll p50 / p99 ms",
-                         "edit p50 / p99 ms", "protocol errors", "accepted edits",
+                         "edit p50 / p99 ms", "protocol errors", "connection errors",
+                         "accepted edits",
                          "conflicts", "lost updates", "audit"], rows)
 
 
@@ -236,5 +246,5 @@ if __name__ == "__main__":
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=1)
-    sys.exit(0 if all(r["protocol_errors"] == 0 and r["lost_updates"] == 0 and
-                      r["audit"] == "ok" for r in results) else 1)
+    sys.exit(0 if all(r["protocol_errors"] == 0 and r["connection_errors"] == 0 and
+                      r["lost_updates"] == 0 and r["audit"] == "ok" for r in results) else 1)

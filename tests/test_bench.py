@@ -39,6 +39,7 @@ def test_quick_run_prints_every_table_and_writes_json(tmp_path):
                                     "http"}
     [load] = data["results"]["http"]["rows"]
     assert load["protocol_errors"] == 0 and load["lost_updates"] == 0 and load["audit"] == "ok"
+    assert load["connection_errors"] == 0
     assert load["calls"] >= 40
     engines = {row["engine"]: row for row in data["results"]["search"]["rows"]}
     assert {"ours (sqlite)", "fts5-or-bm25"} <= set(engines)

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import kb_server
 import kb_sqlite
 import kb_store
 from test_server import EDIT, ROOT, make_db
@@ -401,11 +402,32 @@ def test_connections_beyond_the_cap_get_503(kb, server):
     assert Http(s, kb.allow).modern("tools/list")[0] == 200
 
 
+def test_clients_connecting_all_at_once_are_all_served(kb, server):
+    # A team's agents starting together: as many connections at once as the server serves
+    # by default, each with one request. A listen queue of 5 reset about half of them.
+    s = server()
+    count = kb_server.MAX_CONNECTIONS
+    barrier = threading.Barrier(count)
+    statuses = []
+
+    def client():
+        barrier.wait()
+        try:
+            statuses.append(Http(s, kb.allow).modern("tools/list")[0])
+        except OSError as exc:
+            statuses.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=client) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT)
+    assert statuses == [200] * count
+
+
 def test_a_question_the_stream_cannot_carry_is_not_waited_for():
     """A client gone before its question could be written: the call ends as cancelled at
     once, instead of holding a worker for the whole approval timeout."""
-    import kb_server
-
     class Gone:
         def write(self, data):
             raise BrokenPipeError("the client hung up")
