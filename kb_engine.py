@@ -157,7 +157,8 @@ class Engine:
         raise NotImplementedError
 
     def indexed_pks(self, kb_pk):
-        """Every article pk in a knowledge base's full-text index, sorted (for the audit)."""
+        """Every article pk with a token in a knowledge base's full-text index, sorted (for
+        the audit)."""
         raise NotImplementedError
 
     def title_indexed_pks(self, kb_pk):

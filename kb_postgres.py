@@ -419,9 +419,9 @@ class PostgresEngine(Engine):
         return self._conn.execute(sql, params).fetchall()
 
     def indexed_pks(self, kb_pk):
-        """Every article whose row carries a tsvector: the GIN index covers them all."""
+        """Every article whose tsvector holds a lexeme (the GIN index lists it by each)."""
         return [row["pk"] for row in self.rows(
-            "SELECT pk FROM search_docs WHERE kb_pk = ? AND tsv IS NOT NULL ORDER BY pk",
+            "SELECT pk FROM search_docs WHERE kb_pk = ? AND length(tsv) > 0 ORDER BY pk",
             (kb_pk,))]
 
     def title_indexed_pks(self, kb_pk):

@@ -8,6 +8,7 @@ import pytest
 
 import kb_core
 import kb_engine
+import kb_sqlite
 import kb_store
 from kb_store import KBStore
 
@@ -420,3 +421,20 @@ def test_a_schema_2_store_is_upgraded_with_its_index_of_titles(engine, tmp_path,
         assert [ids(store, query, 5) for query in queries] == before
         kb_pk = store._kb(KB, GRANTED)["pk"]
         assert len(titles_index(store, kb_pk)) == 44  # every published title
+
+
+def test_an_article_without_a_word_is_no_damage_to_the_audit(store, engine):
+    store.create_knowledge_base(KB)
+    store.create_article(KB, "!!!", "...")  # nothing to index, and nothing to find it by
+    store.create_article(KB, "Refunds", "How refunds work")
+    assert store.audit() == []
+    kb_pk = store._kb(KB, GRANTED)["pk"]
+    with store._db.write():  # the worded article's tokens leave the index of everything
+        if engine == "sqlite":
+            store._db.execute("DROP TABLE fts_%d" % kb_pk)
+            store._db.execute(kb_sqlite.FTS_SQL.format(pk=kb_pk))
+        else:
+            store._db.execute("UPDATE search_docs SET tsv = ''::tsvector WHERE kb_pk = ?",
+                              (kb_pk,))
+    assert store.audit() == ["knowledge base %r: 0 indexed, 1 published with words to index"
+                             % KB]
