@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import kb_cli
-import kb_sqlite
 import kb_store
 from kb_store import KBStore
+from test_store import dump
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = str(ROOT / "kb_cli.py")
@@ -63,14 +63,6 @@ def rows(db):
 
 def all_events(db, *extra):
     return as_json(db, "events", KB, *extra)["events"]
-
-
-def dump(db):
-    conn = sqlite3.connect(str(db))
-    try:
-        return kb_sqlite.dump(conn)
-    finally:
-        conn.close()
 
 
 def write(directory, name, text, encoding="utf-8"):

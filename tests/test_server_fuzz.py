@@ -7,26 +7,16 @@ must keep serving; and a full dump of the database must be the same before and a
 """
 
 import json
-import sqlite3
 
 import pytest
 
-import kb_sqlite
 import kb_store
 from test_server import Client, error_of, make_db, structured
+from test_store import dump
 
 # JSON-RPC error codes the server may answer bad input with.
 PARSE, INVALID_REQUEST, NOT_FOUND_METHOD, INVALID_PARAMS = -32700, -32600, -32601, -32602
 DEEP = 100000  # nesting deeper than any JSON decoder in Python follows
-
-
-def dump(path):
-    """Every table's rows and the schema, as SQL text lines (kb_sqlite.dump)."""
-    conn = sqlite3.connect(str(path))
-    try:
-        return kb_sqlite.dump(conn)
-    finally:
-        conn.close()
 
 
 @pytest.fixture(params=["allow", "ask"])
