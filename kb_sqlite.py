@@ -391,36 +391,38 @@ class SQLiteEngine(Engine):
 
     def index_add(self, kb_pk, items):
         """Index articles' tokens."""
-        self._conn.executemany("INSERT INTO fts_%d (rowid, title, body) VALUES (?, ?, ?)"
-                               % int(kb_pk), [(pk,) + self._fts_row(doc) for pk, doc in items])
-        self._conn.executemany("INSERT INTO fts_title_%d (rowid, title) VALUES (?, ?)"
-                               % int(kb_pk), [(pk, doc.title_text) for pk, doc in items])
+        self._index_add(kb_pk, items, True, True)
 
     def index_remove(self, kb_pk, pk, doc):
         """Tell the contentless indexes the tokens to forget: exactly those they were given."""
         self._index_remove(kb_pk, pk, doc, True, True)
 
-    def _index_remove(self, kb_pk, pk, doc, both, title):
-        if both:
+    def index_replace(self, kb_pk, pk, old, new):
+        """Replace an article's rows in the indexes, where its tokens changed (the index of
+        titles and bodies keeps a body's distinct tokens, not their counts)."""
+        main = self._fts_row(old) != self._fts_row(new)
+        title = old.title_text != new.title_text
+        self._index_remove(kb_pk, pk, old, main, title)
+        self._index_add(kb_pk, [(pk, new)], main, title)
+
+    def _index_add(self, kb_pk, items, main, title):
+        # ``main``: the index of titles and bodies; ``title``: the index of titles.
+        if main:
+            self._conn.executemany("INSERT INTO fts_%d (rowid, title, body) VALUES (?, ?, ?)"
+                                   % int(kb_pk),
+                                   [(pk,) + self._fts_row(doc) for pk, doc in items])
+        if title:
+            self._conn.executemany("INSERT INTO fts_title_%d (rowid, title) VALUES (?, ?)"
+                                   % int(kb_pk), [(pk, doc.title_text) for pk, doc in items])
+
+    def _index_remove(self, kb_pk, pk, doc, main, title):
+        if main:
             self._conn.execute("INSERT INTO fts_{0} (fts_{0}, rowid, title, body) VALUES "
                                "('delete', ?, ?, ?)".format(int(kb_pk)),
                                (pk,) + self._fts_row(doc))
         if title:
             self._conn.execute("INSERT INTO fts_title_{0} (fts_title_{0}, rowid, title) VALUES "
                                "('delete', ?, ?)".format(int(kb_pk)), (pk, doc.title_text))
-
-    def index_replace(self, kb_pk, pk, old, new):
-        """Replace an article's rows in the indexes, where its tokens changed (the index of
-        titles and bodies keeps a body's distinct tokens, not their counts)."""
-        both = self._fts_row(old) != self._fts_row(new)
-        title = old.title_text != new.title_text
-        self._index_remove(kb_pk, pk, old, both, title)
-        if both:
-            self._conn.execute("INSERT INTO fts_%d (rowid, title, body) VALUES (?, ?, ?)"
-                               % int(kb_pk), (pk,) + self._fts_row(new))
-        if title:
-            self._conn.execute("INSERT INTO fts_title_%d (rowid, title) VALUES (?, ?)"
-                               % int(kb_pk), (pk, new.title_text))
 
     def index_clear(self, kb_pk):
         """Empty a knowledge base's FTS5 tables (to rebuild them)."""
