@@ -60,17 +60,18 @@ class Connection:
 def client(port, token, name, calls, titles, out):
     """One client thread: ``calls`` mixed calls; puts its timings and outcomes in ``out``."""
     rng = random.Random("%s-%d" % (name, SEED))
-    conn = [Connection(port, token)]
+    conn = Connection(port, token)
     timings = {kind: [] for kind, _ in MIX}
     errors, dropped, accepted, conflicts, n = [], [], [], 0, 0
 
     def tool(kind, tool_name, arguments):
+        nonlocal conn
         try:
-            seconds, reply = conn[0].call(tool_name, arguments)
+            seconds, reply = conn.call(tool_name, arguments)
         except (OSError, http.client.HTTPException) as exc:
             # A connection refused, reset or cut: counted, and the client connects again.
             dropped.append("%s: %s" % (type(exc).__name__, exc))
-            conn[0] = Connection(port, token)
+            conn = Connection(port, token)
             return None
         timings[kind].append(seconds)
         if "result" not in reply:
