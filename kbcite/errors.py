@@ -1,0 +1,67 @@
+class ToolError(Exception):
+    """A call that could not be carried out; ``code`` is stable, ``message`` says what to do."""
+
+    code = "error"
+
+    def __init__(self, message, **details):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self):
+        """The error as JSON-ready data."""
+        return {"code": self.code, "message": self.message, "details": dict(self.details)}
+
+
+class InvalidArgument(ToolError):
+    """An argument is missing, of the wrong type, or outside its limits."""
+
+    code = "invalid_argument"
+
+
+class NotFound(ToolError):
+    """No such published article or granted knowledge base."""
+
+    code = "not_found"
+
+
+class VersionConflict(ToolError):
+    """The article changed since the version the caller read."""
+
+    code = "version_conflict"
+
+
+class IdempotencyKeyReused(ToolError):
+    """The idempotency key was already used for a different request."""
+
+    code = "idempotency_key_reused"
+
+
+class StoreBusy(ToolError):
+    """Another writer held the database past the wait; nothing was written, a retry is safe."""
+
+    code = "store_busy"
+
+
+class StoreFailed(ToolError):
+    """The database failed (disk full, I/O error); the transaction left nothing half done."""
+
+    code = "store_failed"
+
+
+class StoreDamaged(ToolError):
+    """The stored data contradicts itself (a gap in the event log, a broken index or file)."""
+
+    code = "store_damaged"
+
+
+class NotAStore(ToolError):
+    """The path or address holds no knowledge-base store, or one this version cannot read."""
+
+    code = "not_a_store"
+
+
+class InternalError(ToolError):
+    """A fault in this program, not in the call; the transaction was rolled back."""
+
+    code = "internal_error"

@@ -1,0 +1,65 @@
+"""The ground floor of the knowledge-base store: what every engine and every caller shares.
+
+Limits, the error family, versions (RFC 3339 text and microseconds), argument validation,
+the text rules of search (tokens, query terms, BM25F ranking, snippets) and Markdown reading.
+Nothing here touches a database: ``kb_engine`` and the engines stand on this module, the
+store (``kb_store``) stands on them, and the command line, the server and the simulation
+stand on the store.
+"""
+
+# Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
+SCHEMA_VERSION = 3
+
+# Written into every store this package creates ("KBC1": the SQLite header's application_id,
+# a PostgreSQL store's meta row), so that another application's database is told apart even
+# when its user_version happens to equal ours.
+APPLICATION_ID = 0x4B424331
+
+# A writer waits this long for another process's transaction before giving up: long enough to
+# ride out a burst of concurrent edits, short enough that a wedged writer surfaces as an error.
+BUSY_TIMEOUT_S = 30.0
+
+# RFC 9110 calls a timestamp a weak validator; one microsecond past the previous version makes
+# ours strong: every save gets an updated_at that no earlier save of that article ever had.
+VERSION_STEP_US = 1
+
+# Stripe and the IETF idempotency-key draft keep keys at least a day: long enough for any retry
+# loop, short enough that the table does not grow without bound.
+IDEMPOTENCY_TTL = timedelta(hours=24)
+
+IDEMPOTENCY_TTL_US = IDEMPOTENCY_TTL // timedelta(microseconds=1)
+
+# Limits from the live tool list, and our own for the arguments it leaves open.
+QUERY_MIN, QUERY_MAX = 2, 200
+
+SEARCH_LIMIT_MAX, SEARCH_LIMIT_DEFAULT = 20, 10
+
+EVENTS_LIMIT_MAX, EVENTS_LIMIT_DEFAULT = 100, 100
+
+ID_MAX = 255
+
+# Article IDs are art-000001 up to art-999999: six digits keep their text order equal to their
+# creation order, which search relies on to break ties by article ID.
+MAX_ARTICLES_PER_KB = 999999
+
+KEY_MAX = 255
+
+TITLE_MAX = 200
+
+CONTENT_MAX_BYTES = 1024 * 1024
+
+VERSION_MAX = 64
+
+# Longest piece of a caller's own text that an error message quotes back.
+SHOWN_MAX = 80
+
+# What an import can do with one file or article, in the order a summary lists them.
+SYNC_ACTIONS = ("create", "update", "rename", "unchanged", "conflict", "unpublish", "orphan")
+
+RESOURCE_TYPES = ("channel", "note", "knowledge_base", "record", "session")
+
+EVENT_PUBLISHED = "article.published"
+
+EVENT_UPDATED = "article.updated"
+
+EVENT_UNPUBLISHED = "article.unpublished"

@@ -1,0 +1,104 @@
+SNIPPET_WORDS = 16
+
+SNIPPET_MAX_MATCHES = 12
+
+# A snippet is looked for in the first this-many characters of the body: its cost is bounded by
+# this window, not by an article of a megabyte.
+SNIPPET_SCAN_CHARS = 20000
+
+# Recent snippets kept per store, keyed by article version and query words: a few hundred KB.
+SNIPPET_CACHE_SIZE = 4096
+
+
+def _joins_word(ch):
+    """Whether ``ch`` continues a word (so a match beside it is only part of a word)."""
+    if ch < "\x80":
+        return ch.isalnum()
+    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
+
+
+def _find_ascii(text, terms):
+    """``(start, end, term)`` of whole-word, case-insensitive matches of ASCII ``terms``."""
+    lowered, size, hits = text.lower(), len(text), []
+    for term in terms:
+        at, found = lowered.find(term), 0
+        # A snippet shows one window; a dozen matches of a word are plenty to place it.
+        while at >= 0 and found < SNIPPET_MAX_MATCHES:
+            stop = at + len(term)
+            # ``_joins_word`` of an ASCII character, written out: this loop runs per match.
+            if ((at == 0 or not lowered[at - 1].isalnum())
+                    and (stop == size or not lowered[stop].isalnum())):
+                hits.append((at, stop, term))
+                found += 1
+            at = lowered.find(term, stop)
+    return hits
+
+
+def _find_words(text, terms):
+    """``(start, end, term)`` of words of any script whose tokens are among ``terms``."""
+    hits, found = [], {}
+    for match in _word_pattern().finditer(text):
+        word = match.group()
+        if word.isascii():
+            key = word.lower()
+            if key in terms and found.get(key, 0) < SNIPPET_MAX_MATCHES:
+                hits.append((match.start(), match.end(), key))
+                found[key] = found.get(key, 0) + 1
+            continue
+        for token in tokens(word):
+            if token in terms and found.get(token, 0) < SNIPPET_MAX_MATCHES:
+                hits.append((match.start(), match.end(), token))
+                found[token] = found.get(token, 0) + 1
+                break
+    return hits
+
+
+def make_snippet(text, terms, words=SNIPPET_WORDS):
+    """About ``words`` words of ``text`` around its densest cluster of ``terms``, marked **.
+
+    ``terms`` are search tokens (``query_terms``); a word is marked when one of its tokens is
+    a term, so "Café" is marked for "cafe". Only the first ``SNIPPET_SCAN_CHARS`` characters
+    are looked at: the cost is bounded whatever the article's length.
+    """
+    text = text[:SNIPPET_SCAN_CHARS]
+    terms = frozenset(terms)
+    if text.isascii() and all(term.isascii() for term in terms):
+        hits = _find_ascii(text, sorted(terms, key=len, reverse=True))
+    else:
+        hits = _find_words(text, terms)
+    hits.sort(key=lambda hit: (hit[0], -hit[1]))
+    kept, reach = [], 0
+    for hit in hits:
+        if hit[0] >= reach:
+            kept.append(hit)
+            reach = hit[1]
+    hits = kept
+    width = words * 7  # characters: an English word and its space average about seven
+    start, best, seen, j = 0, None, {}, 0
+    for i, (at, _, term) in enumerate(hits):
+        # Slide a window of ``width`` characters over the hits; score it by distinct terms.
+        while j < len(hits) and hits[j][0] < at + width:
+            seen[hits[j][2]] = seen.get(hits[j][2], 0) + 1
+            j += 1
+        if best is None or (len(seen), j - i) > best[0]:
+            best = ((len(seen), j - i), at)
+        seen[term] -= 1
+        if not seen[term]:
+            del seen[term]
+    if best is not None and len(text) > width:
+        # Start a few words before the cluster, at a word boundary, for context.
+        start = best[1]
+        for _ in range(3):
+            start = text.rfind(" ", 0, max(start - 1, 0)) + 1
+        if len(text) - start < width:  # near the end: show a full window, ending at the end
+            start = text.rfind(" ", 0, len(text) - width) + 1
+    end = text.find(" ", start + width)
+    end = len(text) if end < 0 else end
+    parts, cursor = [], start
+    for at, stop, _ in hits:
+        if start <= at and stop <= end:
+            parts += [text[cursor:at], "**", text[at:stop], "**"]
+            cursor = stop
+    parts.append(text[cursor:end])
+    piece = " ".join("".join(parts).split())
+    return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")

@@ -1,0 +1,1 @@
+log = logging.getLogger("kb_store")

@@ -1,0 +1,174 @@
+# -- arguments ---------------------------------------------------------------------------------
+
+
+def check_text(value, argument):
+    """Refuse strings SQLite or UTF-8 cannot hold faithfully: NUL and lone surrogates."""
+    if "\x00" in value:
+        raise InvalidArgument("%s must not contain NUL characters" % argument, argument=argument)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(
+            "%s is not valid Unicode (it holds a lone surrogate)" % argument, argument=argument
+        ) from None
+
+
+def validate_arguments(schema, arguments):
+    """Check ``arguments`` against one of our input schemas; return them with defaults unset.
+
+    Covers exactly the JSON Schema keywords our tools use: type, required,
+    additionalProperties, minLength, maxLength, minimum, maximum, enum.
+    """
+    if not isinstance(arguments, dict):
+        raise InvalidArgument(
+            "arguments must be a JSON object, got %s" % type(arguments).__name__,
+            argument="arguments",
+        )
+    properties = schema["properties"]
+    for name in arguments:
+        if not isinstance(name, str):
+            raise InvalidArgument(
+                "argument names must be strings, got %s %s" % (json_type(name), shown(name)),
+                argument="arguments",
+            )
+        if name not in properties:
+            raise InvalidArgument(
+                "unknown argument %s; this tool takes %s" % (shown(name), ", ".join(properties)),
+                argument=clip(name),
+            )
+    for name in schema["required"]:
+        if name not in arguments:
+            raise InvalidArgument("missing required argument %r" % name, argument=name)
+    clean = {}
+    for name, value in arguments.items():
+        rule = properties[name]
+        if rule["type"] == "string":
+            if not isinstance(value, str):
+                raise InvalidArgument(
+                    "%s must be a string, got %s" % (name, json_type(value)), argument=name
+                )
+            check_text(value, name)
+            if len(value) < rule.get("minLength", 0):
+                raise InvalidArgument(
+                    "%s must be at least %d characters, got %d"
+                    % (name, rule["minLength"], len(value)),
+                    argument=name,
+                )
+            if "maxLength" in rule and len(value) > rule["maxLength"]:
+                raise InvalidArgument(
+                    "%s must be at most %d characters, got %d"
+                    % (name, rule["maxLength"], len(value)),
+                    argument=name,
+                )
+            if "enum" in rule and value not in rule["enum"]:
+                raise InvalidArgument(
+                    "%s must be one of %s, got %s" % (name, ", ".join(rule["enum"]), shown(value)),
+                    argument=name,
+                )
+        elif rule["type"] == "integer":
+            # JSON Schema counts 3.0 as an integer; a bool is not a number.
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidArgument(
+                    "%s must be an integer, got %s" % (name, json_type(value)), argument=name
+                )
+            if value < rule.get("minimum", value):
+                raise InvalidArgument(
+                    "%s must be at least %d, got %s" % (name, rule["minimum"], int_text(value)),
+                    argument=name,
+                )
+            if value > rule.get("maximum", value):
+                raise InvalidArgument(
+                    "%s must be at most %d, got %s" % (name, rule["maximum"], int_text(value)),
+                    argument=name,
+                )
+        clean[name] = value
+    return clean
+
+
+def clip(text):
+    """A caller's string cut to a length fit for an error message."""
+    return text if len(text) <= SHOWN_MAX else text[:SHOWN_MAX] + "…"
+
+
+def shown(value):
+    """``repr`` of a caller's value for an error message, cut short: errors never echo megabytes."""
+    if isinstance(value, str):
+        return repr(clip(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int_text(value)
+    return repr(value)[:SHOWN_MAX]
+
+
+def int_text(value):
+    """An integer for an error message; past 18 digits only its size (str() refuses huge ones)."""
+    if abs(value) < 10 ** 18:
+        return "%d" % value
+    return "%san integer of about %d digits" % ("-" if value < 0 else "",
+                                                  int(value.bit_length() * 0.30103) + 1)
+
+
+def json_type(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def check_content(content, argument="content"):
+    size = len(content.encode("utf-8"))
+    if size > CONTENT_MAX_BYTES:
+        raise InvalidArgument(
+            "%s must be at most %d bytes of UTF-8 (1 MiB), got %d"
+            % (argument, CONTENT_MAX_BYTES, size),
+            argument=argument,
+        )
+
+
+def is_blank(text):
+    """Whether ``text`` has no visible character: only separators (Z*), controls and formats."""
+    return all(unicodedata.category(ch)[0] == "Z" or unicodedata.category(ch) in ("Cc", "Cf")
+               for ch in text)
+
+
+def check_title(title, argument="title"):
+    if is_blank(title):
+        raise InvalidArgument(
+            "%s must not be blank: it needs a visible character, not only spaces, controls or "
+            "zero-width characters" % argument, argument=argument)
+
+
+def check_people_string(value, argument, max_length):
+    if not isinstance(value, str):
+        raise InvalidArgument("%s must be a string, got %s" % (argument, json_type(value)),
+                              argument=argument)
+    check_text(value, argument)
+    if not value:
+        raise InvalidArgument("%s must not be empty" % argument, argument=argument)
+    if max_length is not None and len(value) > max_length:
+        raise InvalidArgument("%s must be at most %d characters, got %d"
+                              % (argument, max_length, len(value)), argument=argument)
+
+
+def check_new_article(title, content, title_argument, content_argument):
+    check_people_string(title, title_argument, TITLE_MAX)
+    check_title(title, title_argument)
+    check_people_string(content, content_argument, None)
+    check_content(content, content_argument)
+
+
+def granted_set(granted):
+    """The granted knowledge-base IDs as a set; a lone string is a mistake, not a set of letters."""
+    if isinstance(granted, str):
+        raise TypeError("granted must be a collection of knowledge-base IDs, not a string")
+    return frozenset(granted)
