@@ -1,2 +1,205 @@
 def citation(kb_id, article_id, updated_at):
     return {"knowledge_base_id": kb_id, "article_id": article_id, "updated_at": updated_at}
+
+
+def _string(description, min_length=1, max_length=ID_MAX, **extra):
+    schema = {"type": "string", "minLength": min_length, "maxLength": max_length}
+    schema.update(extra)
+    schema["description"] = description
+    return schema
+
+
+_KB_ID = _string("ID of a granted knowledge base.")
+
+
+_ARTICLE_ID = _string("Article ID, as a search hit or citation gives it.")
+
+
+_UPDATED_AT = {"type": "string", "format": "date-time"}
+
+
+_CITATION = {
+    "type": "object",
+    "properties": {
+        "knowledge_base_id": {"type": "string"},
+        "article_id": {"type": "string"},
+        "updated_at": _UPDATED_AT,
+    },
+    "required": ["knowledge_base_id", "article_id", "updated_at"],
+    "additionalProperties": False,
+}
+
+
+_EVENT = {
+    "type": "object",
+    "properties": {
+        "sequence": {"type": "integer", "minimum": 1},
+        "type": {"type": "string", "enum": [EVENT_PUBLISHED, EVENT_UPDATED, EVENT_UNPUBLISHED]},
+        "article_id": {"type": "string"},
+        "updated_at": _UPDATED_AT,
+    },
+    "required": ["sequence", "type", "article_id", "updated_at"],
+    "additionalProperties": False,
+}
+
+
+def _object(properties, required=None):
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties) if required is None else required,
+        "additionalProperties": False,
+    }
+
+
+TOOLS = [
+    {
+        "name": "search_knowledge_base",
+        "description": (
+            "Search current published articles in one granted knowledge base. Results cite the "
+            "article ID and updated time; this is a live database read."
+        ),
+        "inputSchema": _object(
+            {
+                "knowledge_base_id": _KB_ID,
+                "query": _string("Words to look for.", QUERY_MIN, QUERY_MAX),
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "description": "Most hits to return (default %d)." % SEARCH_LIMIT_DEFAULT,
+                },
+            },
+            ["knowledge_base_id", "query"],
+        ),
+        "outputSchema": _object(
+            {
+                "knowledge_base_id": {"type": "string"},
+                "query": {"type": "string"},
+                "results": {
+                    "type": "array",
+                    "items": _object(
+                        {
+                            "article_id": {"type": "string"},
+                            "title": {"type": "string"},
+                            "snippet": {"type": "string"},
+                            "updated_at": _UPDATED_AT,
+                            "citation": _CITATION,
+                        }
+                    ),
+                },
+                "head_sequence": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "read_knowledge_article",
+        "description": (
+            "Read one current published article by ID from a granted knowledge base and return "
+            "a stable citation."
+        ),
+        "inputSchema": _object(
+            {"knowledge_base_id": _KB_ID, "article_id": _ARTICLE_ID},
+            ["knowledge_base_id", "article_id"],
+        ),
+        "outputSchema": _object(
+            {
+                "knowledge_base_id": {"type": "string"},
+                "article_id": {"type": "string"},
+                "title": {"type": "string"},
+                "content": {"type": "string"},
+                "updated_at": _UPDATED_AT,
+                "citation": _CITATION,
+                "head_sequence": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "edit_knowledge_article",
+        "description": (
+            "Replace article content and optionally its title. Supply the version from "
+            "read_knowledge_article; concurrent changes are rejected."
+        ),
+        "inputSchema": _object(
+            {
+                "knowledge_base_id": _KB_ID,
+                "article_id": _ARTICLE_ID,
+                "content": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The whole new content, at most 1 MiB of UTF-8.",
+                },
+                "title": _string("New title; omit to keep the current one.", 1, TITLE_MAX),
+                "expected_version": _string(
+                    "The updated_at of the citation you read; the edit is rejected if the "
+                    "article changed since.",
+                    1,
+                    VERSION_MAX,
+                    format="date-time",
+                ),
+                "idempotency_key": _string(
+                    "A fresh unique key per intended change; resending the same call with the "
+                    "same key returns the first result and writes nothing.",
+                    1,
+                    KEY_MAX,
+                ),
+            },
+            ["knowledge_base_id", "article_id", "content", "expected_version", "idempotency_key"],
+        ),
+        "outputSchema": _object(
+            {
+                "knowledge_base_id": {"type": "string"},
+                "article_id": {"type": "string"},
+                "title": {"type": "string"},
+                "updated_at": _UPDATED_AT,
+                "previous_version": _UPDATED_AT,
+                "citation": _CITATION,
+                "event": _EVENT,
+                "replayed": {"type": "boolean"},
+            }
+        ),
+        "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+    },
+    {
+        "name": "poll_resource_events",
+        "description": (
+            "Resume from an event sequence for one granted channel, Note, knowledge base, "
+            "record, or session."
+        ),
+        "inputSchema": _object(
+            {
+                "resource_type": {
+                    "type": "string",
+                    "enum": list(RESOURCE_TYPES),
+                    "description": "Kind of resource; this store keeps logs for knowledge_base.",
+                },
+                "resource_id": _string("ID of the resource, e.g. a knowledge base ID."),
+                "after_sequence": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Return events after this sequence (default 0: from the start).",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": EVENTS_LIMIT_MAX,
+                    "description": "Most events to return (default %d)." % EVENTS_LIMIT_DEFAULT,
+                },
+            },
+            ["resource_type", "resource_id"],
+        ),
+        "outputSchema": _object(
+            {
+                "resource_type": {"type": "string"},
+                "resource_id": {"type": "string"},
+                "events": {"type": "array", "items": _EVENT},
+                "next_after_sequence": {"type": "integer", "minimum": 0},
+                "has_more": {"type": "boolean"},
+                "head_sequence": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "annotations": {"readOnlyHint": True},
+    },
+]
