@@ -1,0 +1,188 @@
+# Elicitation arrived in 2025-06-18: an older session has no way to ask the person anything.
+ELICITATION_SINCE = "2025-06-18"
+
+# The elicitation `mode` field arrived in 2025-11-25; the spec lets form mode omit it, and
+# omitting it keeps 2025-06-18 clients, whose schema does not know it, on familiar ground.
+ELICITATION_MODE_SINCE = "2025-11-25"
+
+# The server's own tool error code, from the approval step; the store's codes come from it.
+WRITE_NOT_APPROVED = "write_not_approved"
+
+# The key of the one input request an approval makes (2026-07-28 inputRequests).
+APPROVAL_KEY = "approve"
+
+# How long an approval handle stays good, and how long a handshake session's question waits
+# for its person: long enough to read an edit, short enough that a forgotten one lapses.
+APPROVAL_TTL_S = 600
+
+ASK_TIMEOUT_S = 600
+
+# The question shows at most this much of the new content and title.
+QUESTION_CONTENT_CHARS = 600
+
+QUESTION_TITLE_CHARS = 200
+
+# Characters an agent-chosen string must not use to rewrite what a person reads: controls,
+# bidirectional overrides and isolates, line and paragraph separators.
+_BIDI = {0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067,
+         0x2068, 0x2069, 0x2028, 0x2029}
+
+
+class WriteNotApproved(kb_store.ToolError):
+    """An edit the person did not approve, or could not be asked about; nothing was written."""
+
+    code = WRITE_NOT_APPROVED
+
+
+def client_supports_form_elicitation(capabilities):
+    """Whether declared client capabilities include form-mode elicitation.
+
+    ``elicitation: {}`` is form mode only, for backwards compatibility; otherwise form mode
+    must be named (a client offering only ``url`` cannot show an approval form).
+    """
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    if not isinstance(elicitation, dict):
+        return False
+    return not elicitation or "form" in elicitation
+
+
+def printable(text, limit):
+    """An agent's text as a person may safely read it: controls, bidirectional overrides and
+    line separators shown as escapes, cut to ``limit`` characters."""
+    out = []
+    for ch in text[:limit]:
+        code = ord(ch)
+        if ch in "\n\t":
+            out.append(ch)
+        elif code in _BIDI or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append("\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code)
+        else:
+            out.append(ch)
+    clipped = "".join(out)
+    if len(text) > limit:
+        clipped += "\n[... %d more characters]" % (len(text) - limit)
+    return clipped
+
+
+def _quoted(text, limit=QUESTION_TITLE_CHARS):
+    return '"%s"' % printable(text, limit).replace("\n", "\\n")
+
+
+def _bytes(n):
+    return "{:,} byte{}".format(n, "" if n == 1 else "s")
+
+
+def approval_request(preview, with_mode):
+    """The ``elicitation/create`` params asking the person to approve one edit."""
+    change = preview["new_bytes"] - preview["current_bytes"]
+    lines = [
+        "An agent wants to edit an article in knowledge base %s."
+        % _quoted(preview["knowledge_base_id"]),
+        "",
+        "Article: %s (ID %s)" % (_quoted(preview["title"]), preview["article_id"]),
+    ]
+    if preview.get("new_title") not in (None, preview["title"]):
+        lines.append("New title: %s" % _quoted(preview["new_title"]))
+    lines += [
+        "Content: %s now, %s after the edit (%+d bytes). The new content:"
+        % (_bytes(preview["current_bytes"]), _bytes(preview["new_bytes"]), change),
+        "",
+        printable(preview["new_content"], QUESTION_CONTENT_CHARS),
+        "",
+        "Version the agent read: %s (the current one)." % preview["current_version"],
+        "",
+        "Accept to write this change; decline to refuse it. Every edit is asked about.",
+    ]
+    # A confirmation asks for no data: the accept or decline button is the answer.
+    params = {"message": "\n".join(lines),
+              "requestedSchema": {"type": "object", "properties": {}}}
+    if with_mode:
+        params = dict({"mode": "form"}, **params)
+    return params
+
+
+def not_approved(action, where):
+    """The write_not_approved error for a person's answer other than accept."""
+    if action == "decline":
+        text, reason = "The person declined the edit.", "decline"
+    elif action == "cancel":
+        text, reason = "The person dismissed the question, so the edit was not made.", "cancel"
+    else:
+        text = ("The client answered the approval question with %s, which is not accept, "
+                "decline or cancel, so the edit was not made." % kb_store.kb_core.shown(action))
+        reason = "invalid_answer"
+    return WriteNotApproved("%s Nothing was written; do not retry it unless they ask." % text,
+                            reason=reason, **where)
+
+
+def args_digest(arguments):
+    """SHA-256 of arguments in canonical JSON: an approval is for these exact arguments."""
+    canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# -- approvals without server state (2026-07-28) ----------------------------------------------
+
+
+class ApprovalSigner:
+    """Signed, expiring approval handles: the ``requestState`` of an input-required result.
+
+    The handle is ``base64url(payload).base64url(HMAC-SHA256(secret, payload))``; the payload
+    names the tool, a digest of its exact arguments, the caller and an expiry. Any server with
+    the same secret can check it (basic/patterns/mrtr.mdx, "Server Requirements": integrity,
+    principal, expiry, originating request). It need not be single-use: the edit it approves
+    carries an idempotency key, so sending it twice writes once.
+    """
+
+    def __init__(self, secret, ttl_s=APPROVAL_TTL_S, clock=time.time):
+        self.secret = secret
+        self.ttl_s = ttl_s
+        self.clock = clock
+
+    def _mac(self, payload):
+        return hmac.new(self.secret, payload, hashlib.sha256).digest()
+
+    def issue(self, principal, tool, arguments):
+        """A handle approving ``tool`` with ``arguments`` for ``principal``, expiring soon."""
+        payload = to_json({"v": 1, "t": tool, "a": args_digest(arguments), "p": principal,
+                           "exp": int(self.clock() + self.ttl_s),
+                           "n": secrets.token_urlsafe(8)}).encode("utf-8")
+        return "%s.%s" % (_b64(payload), _b64(self._mac(payload)))
+
+    def check(self, state, principal, tool, arguments):
+        """Raise RpcError(-32602) unless ``state`` is a good handle for exactly this call."""
+        reason = self._fault(state, principal, tool, arguments)
+        if reason:
+            raise RpcError(INVALID_PARAMS, "Invalid or expired requestState: %s. Call the tool "
+                           "again without requestState to be asked anew." % reason,
+                           {"reason": "invalid_request_state"})
+
+    def _fault(self, state, principal, tool, arguments):
+        if not isinstance(state, str) or state.count(".") != 1 or len(state) > 4096:
+            return "it is not a handle this server issued"
+        payload_text, mac_text = state.split(".")
+        try:
+            payload, mac = _unb64(payload_text), _unb64(mac_text)
+        except ValueError:
+            return "it is not a handle this server issued"
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            return "its signature does not match (altered, or from another secret)"
+        fields = json.loads(payload.decode("utf-8"))
+        if fields.get("exp", 0) < self.clock():
+            return "it expired"
+        if fields.get("p") != principal:
+            return "it was issued to another caller"
+        if fields.get("t") != tool or fields.get("a") != args_digest(arguments):
+            return "it was issued for other arguments"
+        return None
+
+
+def _b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text):
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(str(exc)) from None

@@ -1,0 +1,106 @@
+# JSON-RPC 2.0 error codes, and those MCP 2026-07-28 defines (basic/index.mdx, "Error Codes").
+PARSE_ERROR = -32700
+
+INVALID_REQUEST = -32600
+
+METHOD_NOT_FOUND = -32601
+
+INVALID_PARAMS = -32602
+
+INTERNAL_ERROR = -32603
+
+HEADER_MISMATCH = -32020
+
+MISSING_CAPABILITY = -32021
+
+UNSUPPORTED_VERSION = -32022
+
+
+class RpcError(Exception):
+    """A JSON-RPC error, answered in place of a result."""
+
+    def __init__(self, code, message, data=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_dict(self):
+        """The ``error`` member of a JSON-RPC response."""
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def is_request_id(value):
+    """Whether ``value`` is a valid JSON-RPC request ID for MCP: a string or a finite number."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (str, int))
+
+
+def id_key(value):
+    """A request ID as a key: ``1`` and ``"1"`` are different IDs."""
+    return (type(value).__name__ == "str", value)
+
+
+def to_json(value):
+    """Compact JSON text, non-ASCII kept as is (the model reads it; escapes cost it tokens)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode(message):
+    """A message as UTF-8 bytes; a lone surrogate (echoed from a client's escapes) escaped."""
+    try:
+        return to_json(message).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+# -- one message in, what to do with it -------------------------------------------------------
+
+
+def classify(message):
+    """``("request" | "notification" | "response", error or None)`` of a decoded message."""
+    if isinstance(message, list):
+        # MCP dropped JSON-RPC batches in 2025-06-18: one message at a time.
+        return None, RpcError(INVALID_REQUEST, "Invalid Request: batches are not supported; "
+                              "send one message at a time")
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None, RpcError(INVALID_REQUEST, 'Invalid Request: not a JSON-RPC 2.0 message '
+                              '("jsonrpc": "2.0")')
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return None, RpcError(INVALID_REQUEST, "Invalid Request: method must be a string")
+        if "id" not in message:
+            return "notification", None
+        if not is_request_id(message["id"]):
+            return None, RpcError(INVALID_REQUEST, "Invalid Request: id must be a string or a "
+                                  "number")
+        return "request", None
+    if "id" in message and ("result" in message or "error" in message):
+        return "response", None
+    return None, RpcError(INVALID_REQUEST, "Invalid Request: neither a request, a notification "
+                          "nor a response")
+
+
+def id_if_any(message):
+    """The request ID of a message, where it has a valid one (for error responses)."""
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return request_id if is_request_id(request_id) else None
+
+
+def error_response(request_id, error):
+    """A JSON-RPC error response."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()}
+
+
+def result_response(request_id, result):
+    """A JSON-RPC result response."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}

@@ -1,0 +1,37 @@
+# -- the store connections --------------------------------------------------------------------
+
+
+class StorePool:
+    """A bounded set of store connections; each request borrows one for its store calls."""
+
+    def __init__(self, address, size):
+        self.address = address
+        self.size = size
+        self._idle = queue.LifoQueue()
+        self._made = 0
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(size)
+
+    @contextlib.contextmanager
+    def borrow(self):
+        """A store for the caller alone until the block ends."""
+        self._slots.acquire()
+        try:
+            try:
+                store = self._idle.get_nowait()
+            except queue.Empty:
+                store = kb_store.KBStore(self.address)
+            try:
+                yield store
+            finally:
+                self._idle.put(store)
+        finally:
+            self._slots.release()
+
+    def close(self):
+        """Close every idle connection."""
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                return

@@ -1,0 +1,374 @@
+SERVER_NAME = "kb-server"
+
+SERVER_VERSION = "0.2.0"
+
+# Protocol revisions. Handshake (legacy) versions, newest first: a client asking initialize for
+# a version we do not speak is answered with the first. The modern one is per request.
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+MODERN_VERSIONS = ("2026-07-28",)
+
+SUPPORTED_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
+
+LATEST_LEGACY = LEGACY_VERSIONS[0]
+
+# The 2026-07-28 per-request _meta keys (basic/index.mdx, "Per-request protocol fields").
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+
+META_CLIENT = "io.modelcontextprotocol/clientInfo"
+
+META_SERVER = "io.modelcontextprotocol/serverInfo"
+
+# The HTTP status of each error on the 2026-07-28 path (transports/streamable-http.mdx).
+ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
+                HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
+                METHOD_NOT_FOUND: 404}
+
+WRITE_MODES = kb_store.WRITE_MODES
+
+EDIT_TOOL = "edit_knowledge_article"
+
+# 2026-07-28 list results say how long a client may cache them (server/utilities/caching.mdx).
+# The list depends on the caller's write mode: private to its authorisation, one minute.
+LIST_TTL_MS = 60000
+
+# Sent once in the handshake (and in server/discover); clients show it to the model.
+INSTRUCTIONS = (
+    "Knowledge-base tools whose citations are version stamps. Keep the citation object "
+    "{knowledge_base_id, article_id, updated_at} from every search hit and read, and cite it. "
+    "Re-read an article right before editing it and send its updated_at as expected_version "
+    "with a new idempotency_key; on version_conflict, re-read, re-apply your change and retry. "
+    "To check whether old citations are still current, poll poll_resource_events "
+    "(resource_type knowledge_base) from the head_sequence or next_after_sequence you last "
+    "saw, instead of re-reading everything you cited. Every edit may need a person's approval."
+)
+
+log = logging.getLogger("kb_server")
+
+
+class Cancelled(Exception):
+    """The client cancelled the request: no response is sent for it."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling and what they may do: a token's (HTTP) or the command line's (stdio)."""
+
+    name: str
+    grants: frozenset
+    writes: str
+
+
+def tool_result(structured):
+    """A successful CallToolResult: the result as structuredContent and as JSON text."""
+    return {"content": [{"type": "text", "text": to_json(structured)}],
+            "structuredContent": structured}
+
+
+def tool_error(error):
+    """A CallToolResult with isError for a tool error.
+
+    No structuredContent: clients validate it against the tool's outputSchema whenever it is
+    present, even on errors (the TypeScript SDK does), and an error object does not match.
+    """
+    return {"content": [{"type": "text", "text": to_json({"error": error.to_dict()})}],
+            "isError": True}
+
+
+# -- the protocol -----------------------------------------------------------------------------
+
+
+@dataclass
+class Context:
+    """What the protocol needs to know of one request besides its message."""
+
+    principal: Principal
+    call: Call
+    session: Optional[Session] = None
+    # Puts a question to the client in a handshake session; returns its JSON-RPC reply.
+    ask: Any = None
+    modern: bool = False
+    meta: Dict[str, Any] = field(default_factory=dict)
+
+
+class Protocol:
+    """Judges each message by its era and method, and runs tools for the caller it names."""
+
+    def __init__(self, pool, signer):
+        self.pool = pool
+        self.signer = signer
+        self.server_info = {"name": SERVER_NAME, "title": "Knowledge base",
+                            "version": SERVER_VERSION}
+
+    # -- routing ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def modern_meta(params):
+        """The 2026-07-28 ``_meta`` of a request's params, or None if it has none."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and META_VERSION in meta:
+            return meta
+        return None
+
+    def era_of(self, method, params, session):
+        """``"modern"``, ``"legacy"``, or raise: how to serve this request (versioning.mdx,
+        "Backward Compatibility with Initialization-Based Versions")."""
+        if method == "initialize":
+            return "legacy"
+        if self.modern_meta(params) is not None:
+            return "modern"
+        if session is not None and session.protocol_version is not None:
+            return "legacy"
+        if method == "ping":
+            return "legacy"  # answered before initialize, as 2025-11-25 allows
+        raise RpcError(INVALID_PARAMS, "Invalid params: this request carries no _meta "
+                       "(%s, %s) and no initialized session: send initialize first "
+                       "(2025-11-25), or put the protocol version and client capabilities in "
+                       "params._meta (2026-07-28)" % (META_VERSION, META_CAPABILITIES))
+
+    def handle(self, message, ctx):
+        """The result of one request; raises RpcError for a JSON-RPC error, Cancelled if the
+        client cancelled it."""
+        method = message["method"]
+        params = message.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+        if self.era_of(method, params, ctx.session) == "modern":
+            ctx.modern = True
+            ctx.meta = self.check_meta(params["_meta"])
+            handler = {"server/discover": self._discover, "tools/list": self._list_tools,
+                       "tools/call": self._call_tool}.get(method)
+            if handler is None:
+                raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s (2026-07-28 serves "
+                               "server/discover, tools/list and tools/call)" % method)
+            result = handler(params, ctx)
+            result.setdefault("resultType", "complete")
+            result["_meta"] = {META_SERVER: self.server_info}
+            return result
+        handler = {"initialize": self._initialize, "ping": self._ping,
+                   "tools/list": self._list_tools, "tools/call": self._call_tool}.get(method)
+        if handler is None:
+            # At once, for any method: a client probing falls back instead of timing out.
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s" % method)
+        session = ctx.session
+        if method not in ("initialize", "ping") and (session is None
+                                                     or session.protocol_version is None):
+            raise RpcError(INVALID_REQUEST, "Invalid Request: the session is not initialized; "
+                           "send initialize first")
+        return handler(params, ctx)
+
+    @staticmethod
+    def check_meta(meta):
+        """A 2026-07-28 request's _meta, checked: version served, capabilities an object."""
+        version = meta.get(META_VERSION)
+        if not isinstance(version, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: _meta %s must be a string"
+                           % META_VERSION)
+        capabilities = meta.get(META_CAPABILITIES)
+        if not isinstance(capabilities, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: _meta %s is required, an object "
+                           "(empty when the client supports no optional capability)"
+                           % META_CAPABILITIES)
+        if version not in MODERN_VERSIONS:
+            raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version",
+                           {"supported": list(SUPPORTED_VERSIONS), "requested": version})
+        return meta
+
+    # -- methods -------------------------------------------------------------------------------
+
+    def _initialize(self, params, ctx):
+        session = ctx.session
+        if session is None:
+            raise RpcError(INVALID_REQUEST, "Invalid Request: initialize needs a session")
+        if session.protocol_version is not None:
+            raise RpcError(INVALID_REQUEST, "Invalid Request: the session is already initialized")
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: protocolVersion must be a string",
+                           {"supported": list(LEGACY_VERSIONS)})
+        version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
+        capabilities = params.get("capabilities")
+        session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        session.protocol_version = version
+        client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        log.info("session %s: client %s %s, protocol %s (asked %s), form elicitation %s, "
+                 "caller %s, writes %s", session.id or "stdio", client.get("name", "?"),
+                 client.get("version", "?"), version, requested,
+                 "yes" if client_supports_form_elicitation(session.client_capabilities) else "no",
+                 session.principal.name, session.principal.writes)
+        return {"protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": self.server_info, "instructions": INSTRUCTIONS}
+
+    @staticmethod
+    def _ping(params, ctx):
+        return {}
+
+    def _discover(self, params, ctx):
+        """server/discover (2026-07-28, server/discover.mdx)."""
+        return {"supportedVersions": list(SUPPORTED_VERSIONS),
+                "capabilities": {"tools": {"listChanged": False}},
+                "instructions": INSTRUCTIONS, "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
+
+    @staticmethod
+    def tools_for(principal):
+        """The tools a caller sees: the edit tool only where its writes are not denied."""
+        return [t for t in kb_store.TOOLS
+                if not (principal.writes == "deny" and t["name"] == EDIT_TOOL)]
+
+    def _list_tools(self, params, ctx):
+        if params.get("cursor") is not None:
+            # We never hand out a cursor: all tools fit one page.
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor")
+        result = {"tools": self.tools_for(ctx.principal)}
+        if ctx.modern:
+            result.update(ttlMs=LIST_TTL_MS, cacheScope="private")
+        return result
+
+    def _call_tool(self, params, ctx):
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: name must be a string")
+        names = [t["name"] for t in self.tools_for(ctx.principal)]
+        if name not in names:
+            hint = (" (edits are denied to this caller: the server was started with --writes "
+                    "deny, or its token made with --writes deny)") if name == EDIT_TOOL else ""
+            raise RpcError(INVALID_PARAMS, "Unknown tool: %.200s%s" % (name, hint),
+                           {"tools": sorted(names)})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+        try:
+            if name == EDIT_TOOL and ctx.principal.writes == "ask":
+                return self._edit_with_approval(name, arguments, params, ctx)
+            return tool_result(self._run(name, arguments, ctx))
+        except kb_store.ToolError as err:
+            # Reported to the model as a result with isError, never as a JSON-RPC error: the
+            # spec wants errors that arise in the tool where the model can see and act on them.
+            # The store turns every failure of a call (its database's included) into one.
+            log.info("%s: %s: %s", name, err.code, err.message)
+            return tool_error(err)
+
+    def _run(self, name, arguments, ctx):
+        call = ctx.call
+        with self.pool.borrow() as store:
+            store.clear_interrupt()
+            call.interrupt = store.interrupt
+            try:
+                if call.cancelled.is_set():
+                    raise Cancelled()
+                return store.call_tool(name, arguments, granted=ctx.principal.grants)
+            finally:
+                call.interrupt = None
+
+    def _preview(self, arguments, ctx):
+        with self.pool.borrow() as store:
+            return store.preview_edit(arguments, granted=ctx.principal.grants)
+
+    def _edit_with_approval(self, name, arguments, params, ctx):
+        """The edit under ``ask``: checks and replays first, then the person, then the write."""
+        if ctx.modern and "requestState" in params:
+            return self._finish_approval(name, arguments, params, ctx)
+        # Validation, the version check and replay detection all happen before asking:
+        # nobody is asked about an edit that would fail, or one already made.
+        preview = self._preview(arguments, ctx)
+        if preview["replay"]:
+            log.info("%s: replay of an edit already made; not asking again", name)
+            return tool_result(preview["result"])
+        where = {"knowledge_base_id": preview["knowledge_base_id"],
+                 "article_id": preview["article_id"]}
+        if ctx.modern:
+            if not client_supports_form_elicitation(ctx.meta.get(META_CAPABILITIES)):
+                raise RpcError(MISSING_CAPABILITY, "Server requires the elicitation capability "
+                               "(form mode) for this request: this caller's edits need a "
+                               "person's approval", {"requiredCapabilities": {
+                                   "elicitation": {"form": {}}}})
+            return self._input_required(preview, name, arguments, ctx)
+        self._ask_in_session(preview, where, ctx)
+        return tool_result(self._run(name, arguments, ctx))
+
+    def _finish_approval(self, name, arguments, params, ctx):
+        """A 2026-07-28 retry carrying the person's answer and the handle it was asked with."""
+        self.signer.check(params["requestState"], ctx.principal.name, name, arguments)
+        responses = params.get("inputResponses")
+        answer = responses.get(APPROVAL_KEY) if isinstance(responses, dict) else None
+        if not isinstance(answer, dict):
+            # The answer is missing: ask again rather than fail (mrtr.mdx, "Error Handling").
+            preview = self._preview(arguments, ctx)
+            if preview["replay"]:
+                return tool_result(preview["result"])
+            return self._input_required(preview, name, arguments, ctx)
+        action = answer.get("action")
+        if action != "accept":
+            return tool_error(not_approved(action, {
+                "knowledge_base_id": arguments.get("knowledge_base_id"),
+                "article_id": arguments.get("article_id")}))
+        log.info("edit of %s/%s approved (signed handle)", arguments.get("knowledge_base_id"),
+                 arguments.get("article_id"))
+        return tool_result(self._run(name, arguments, ctx))
+
+    def _input_required(self, preview, name, arguments, ctx):
+        """2026-07-28: the question for the person, and a signed handle to come back with."""
+        return {"resultType": "input_required",
+                "inputRequests": {APPROVAL_KEY: {
+                    "method": "elicitation/create",
+                    "params": approval_request(preview, with_mode=True)}},
+                "requestState": self.signer.issue(ctx.principal.name, name, arguments)}
+
+    def _ask_in_session(self, preview, where, ctx):
+        """Ask the person through elicitation/create; returns if they accept."""
+        session = ctx.session
+        why_not = None
+        if session.protocol_version < ELICITATION_SINCE:
+            why_not = ("this client speaks MCP %s, which has no elicitation"
+                       % session.protocol_version)
+        elif not client_supports_form_elicitation(session.client_capabilities):
+            why_not = "this client did not declare the elicitation capability (form mode)"
+        elif not session.initialized:
+            why_not = "the client has not sent notifications/initialized yet"
+        if why_not:
+            raise WriteNotApproved(
+                "Edits need a person's approval: this caller's writes are set to ask (--writes "
+                "ask, or a token made with it), and the server asks through MCP elicitation "
+                "(form mode), but %s. Nothing was written. "
+                "To let this agent edit without asking, give it --writes allow (or a token "
+                "made with --writes allow); to refuse all edits, --writes deny." % why_not,
+                reason="cannot_ask", **where)
+        reply = ctx.ask(approval_request(
+            preview, with_mode=session.protocol_version >= ELICITATION_MODE_SINCE))
+        if reply is None:
+            raise WriteNotApproved("The person gave no answer (the client went away, or took "
+                                   "longer than %d s). Nothing was written." % ASK_TIMEOUT_S,
+                                   reason="no_answer", **where)
+        if "error" in reply:
+            error = reply["error"] if isinstance(reply["error"], dict) else {}
+            raise WriteNotApproved(
+                "The client could not ask the person (error %s: %s). Nothing was written."
+                % (error.get("code"), error.get("message")), reason="elicitation_error",
+                **where)
+        result = reply.get("result")
+        action = result.get("action") if isinstance(result, dict) else None
+        if action != "accept":
+            log.info("edit of %s/%s not approved: %r", where["knowledge_base_id"],
+                     where["article_id"], action)
+            raise not_approved(action, where)
+        log.info("edit of %s/%s approved", where["knowledge_base_id"], where["article_id"])
+
+
+def answer(protocol, message, ctx):
+    """The response to one request (or None if it was cancelled); never raises."""
+    request_id = message["id"]
+    try:
+        return result_response(request_id, protocol.handle(message, ctx))
+    except Cancelled:
+        return None
+    except RpcError as exc:
+        return error_response(request_id, exc)
+    except Exception:  # a bug: the client hears -32603, the log has the traceback
+        log.exception("%s failed", message.get("method"))
+        return error_response(request_id, RpcError(INTERNAL_ERROR, "Internal error"))

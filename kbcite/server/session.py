@@ -1,0 +1,93 @@
+@dataclass
+class Call:
+    """One request in flight: its ID, whether the client has cancelled it, and how to stop
+    the store call it is in (if any)."""
+
+    request_id: Any
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    interrupt: Any = None
+
+    def cancel(self):
+        """Mark it cancelled and stop its store call: a wait for a lock ends, nothing written."""
+        self.cancelled.set()
+        interrupt = self.interrupt
+        if interrupt is not None:
+            interrupt()
+
+
+@dataclass
+class Ask:
+    """A question a handshake session put to the client, waiting for its answer."""
+
+    call: Call
+    answered: threading.Event = field(default_factory=threading.Event)
+    reply: Optional[dict] = None
+
+
+class Session:
+    """A handshake (2025-11-25 and earlier) session: what initialize negotiated, per process
+    (stdio) or per ``Mcp-Session-Id`` (HTTP), and the calls and questions in flight."""
+
+    def __init__(self, principal, session_id=None):
+        self.principal = principal
+        self.id = session_id
+        self.protocol_version = None
+        self.client_capabilities = {}
+        self.initialized = False
+        self.lock = threading.Lock()
+        self.calls = {}  # request key -> Call
+        self.asks = {}  # our elicitation request ID -> Ask
+        self._asked = 0
+        self.closed = False
+
+    def next_ask_id(self):
+        """A fresh ID for a request of ours (never reused within the session)."""
+        with self.lock:
+            self._asked += 1
+            return "approve-%d" % self._asked
+
+    def ask(self, call, params, send):
+        """Put elicitation/create to the client through ``send`` for ``call``, and wait for
+        the answer; returns ``(our request ID, the reply or None on timeout)``."""
+        ask_id = self.next_ask_id()
+        ask = Ask(call)
+        with self.lock:
+            self.asks[ask_id] = ask
+        try:
+            send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
+                  "params": params})
+            if not call.cancelled.is_set():  # a question that could not be sent has no answer
+                ask.answered.wait(ASK_TIMEOUT_S)
+        finally:
+            with self.lock:
+                self.asks.pop(ask_id, None)
+        return ask_id, ask.reply
+
+    def deliver(self, message):
+        """The client's answer to one of our questions; False when it answers none."""
+        with self.lock:
+            ask = self.asks.get(message["id"]) if is_request_id(message["id"]) else None
+        if ask is None:
+            return False
+        ask.reply = message
+        ask.answered.set()
+        return True
+
+
+def cancel(session, params):
+    """Mark a request cancelled (notifications/cancelled); a question it waits on ends."""
+    target = params.get("requestId")
+    if not is_request_id(target):
+        return
+    with session.lock:
+        call = session.calls.get(id_key(target))
+        asks = [a for a in session.asks.values() if a.call is call]
+    if call is None:
+        # Everything else has finished: nothing left to stop.
+        log.debug("ignored cancellation of %.80r: not in progress", target)
+        return
+    call.cancel()
+    log.info("request %r cancelled by the client (%s); no response will be sent", target,
+             params.get("reason", "no reason given"))
+    for ask in asks:
+        ask.answered.set()
