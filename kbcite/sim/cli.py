@@ -1,0 +1,196 @@
+"""A simulated support day that reproduces, and checks, the article's measurements.
+
+For each seed: 400 articles, 120 questions and 300 people's saves over 8 hours, popularity
+Zipf (s = 0.9) over one ranking for both questions and saves. A scripted agent answers each
+question through the four tools (search, read the top two hits, keep both citations) and, every
+hour, checks all citations given so far three ways: by title only, by re-reading every cited
+article, and by polling the event log and re-reading only what changed. The truth comes from
+an oracle that never calls the store: the plan's schedule of saves and the times the agent read
+what it cited. The database's rows, re-read and poll must all agree with it at every check,
+and every edit must get the verdict the schedule implies, or the run fails. A control day
+spreads the same saves uniformly; an edit experiment sends each answer's first citation back
+as ``expected_version`` after a delay, and replays every successful edit. A save to a withdrawn
+article keeps it withdrawn: nobody publishes during the day. Beside each headline figure the
+report prints its closed-form expectation, from the model's parameters and what the agent
+cited when; ``--popularity`` and ``--questions-from`` vary two modelling choices (see
+docs/simulation.md and ``bench/sensitivity.py``).
+
+    python sim.py --seeds 1-5             # the article's run: tables on stdout
+    python sim.py --seeds 1-5 --json out.json --per-seed
+
+All randomness comes from one ``random.Random(seed)`` per seed, drawn only through
+``.random()``, so the same arguments give the same counts on every Python from 3.9 on.
+"""
+
+
+# -- command line ------------------------------------------------------------------------------
+
+
+def parse_seeds(text):
+    """``1-5``, ``1,3,7`` or ``3`` as a list of distinct seeds in the order given."""
+    seeds = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise argparse.ArgumentTypeError(
+                "--seeds takes N, A-B or a comma list such as 1,3,7; got %r" % text)
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise argparse.ArgumentTypeError("--seeds range %s runs backwards" % part)
+        if hi - lo > 10000:
+            raise argparse.ArgumentTypeError("--seeds range %s is longer than 10,001 seeds" % part)
+        for seed in range(lo, hi + 1):
+            if seed not in seeds:
+                seeds.append(seed)
+    return seeds
+
+
+def parse_delays(text):
+    """``10s,10m,1h,4h`` as a tuple of seconds."""
+    delays = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*([smh]?)\s*", part)
+        if not m:
+            raise argparse.ArgumentTypeError(
+                "--delays takes a comma list of durations such as 10s,10m,1h,4h; got %r" % text)
+        seconds = int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+        if seconds > 7 * 24 * 3600:
+            raise argparse.ArgumentTypeError("--delays %s is longer than 7 days" % part.strip())
+        delays.append(seconds)
+    return tuple(delays)
+
+
+def _bounded(name, low, high, kind=int, why=""):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%s takes a number, got %r" % (name, text)) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError("%s must be from %s to %s%s, got %s"
+                                             % (name, low, high, why, text))
+        return value
+    return parse
+
+
+def file_error(path):
+    """Why ``path`` cannot be written, or ``None``: tried (and undone) before a long run."""
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return "cannot write %s: %s" % (path, exc.strerror or exc)
+    if not existed:
+        os.remove(path)
+    return None
+
+
+def directory_error(path):
+    """Why databases cannot be kept in directory ``path`` (made if missing), or ``None``."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix="sim-probe-", suffix=".db", dir=path)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        return "cannot keep databases in %s: %s" % (path, exc.strerror or exc)
+    return None
+
+
+def database_error(url):
+    """Why the simulation cannot run on PostgreSQL at ``url``, or ``None``: tried before a run."""
+    if not url.startswith(kb_store.POSTGRES_SCHEMES):
+        return ("%s is not a postgresql:// URL (keep SQLite files with --db-dir DIR)"
+                % kb_store.kb_core.clip(url))
+    try:
+        import kb_postgres
+
+        kb_postgres.schema_address(url, "sim_probe", fresh=True)
+        kb_postgres.drop_schema(url, "sim_probe")
+    except (kb_store.ToolError, ValueError) as exc:
+        return getattr(exc, "message", str(exc))
+    return None
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="sim.py", description=__doc__.split("\n\n")[0])
+    d = Config()
+    p.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"),
+                   help="N, A-B or a comma list (default 1-5)")
+    p.add_argument("--articles", type=_bounded(
+        "--articles", 2, MAX_ARTICLES, why=" (the distinct titles of %d actions x %d subjects x "
+        "%d audiences x %d surfaces or none)" % (len(ACTIONS), len(SUBJECTS), len(AUDIENCES),
+                                                  len(SURFACES))), default=d.articles)
+    p.add_argument("--questions", type=_bounded("--questions", 1, MAX_QUESTIONS),
+                   default=d.questions)
+    p.add_argument("--saves", type=_bounded("--saves", 0, MAX_SAVES), default=d.saves)
+    p.add_argument("--hours", type=_bounded("--hours", 1, MAX_HOURS), default=d.hours)
+    p.add_argument("--zipf", type=_bounded("--zipf", 0.0, 10.0, float), default=d.zipf,
+                   help="Zipf exponent s (0 = uniform popularity)")
+    p.add_argument("--delays", type=parse_delays, default=d.delays,
+                   help="edit delays, e.g. 10s,10m,1h,4h")
+    p.add_argument("--popularity", choices=POPULARITY, default=d.popularity,
+                   help="the popularity ranking: independent of titles, or topical (a subject's "
+                        "articles on consecutive ranks)")
+    p.add_argument("--questions-from", choices=QUESTIONS_FROM, default=d.questions_from,
+                   help="a question's words: its article's title, or a paraphrase (action and "
+                        "subject only)")
+    p.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+    p.add_argument("--db-dir", metavar="DIR", help="keep each run's SQLite file in DIR")
+    # Not $KB_DB: that names the store a person works on (often a SQLite file), and the
+    # article's run must work the same whatever the shell exports.
+    p.add_argument("--db", metavar="URL", default=None,
+                   help="run on PostgreSQL: a postgresql:// URL; each run gets a fresh schema "
+                        "sim_seedN_PART in that database (default: in memory)")
+    p.add_argument("--per-seed", action="store_true", help="add a column per seed")
+    p.add_argument("--processes", type=_bounded("--processes", 1, 64), default=None,
+                   help="worker processes (default: one per core, at most one per seed)")
+    return p
+
+
+def main(argv=None):
+    """Run the simulation, print the tables, and exit non-zero if a check failed."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays,
+                    args.popularity, args.questions_from)
+    for name, value, error in (("--json", args.json, file_error),
+                               ("--db-dir", args.db_dir, directory_error),
+                               ("--db", args.db, database_error)):
+        problem = value and error(value)
+        if problem:
+            parser.error("%s: %s" % (name, problem))
+    if args.db and args.db_dir:
+        parser.error("--db and --db-dir: give one (PostgreSQL, or SQLite files)")
+    report = run(args.seeds, config, db_dir=args.db_dir, processes=args.processes,
+                 db_url=args.db)
+    status = 1 if report["check_mismatches"] else 0
+    if args.json:
+        # Written before the tables, so a reader that leaves early loses none of it.
+        try:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=1, sort_keys=True)
+                fh.write("\n")
+        except OSError as exc:  # checked before the run, yet the disk can still fill up
+            print("sim.py: --json: cannot write %s: %s" % (args.json, exc.strerror or exc),
+                  file=sys.stderr)
+            status = 1
+    try:
+        print(render(report, per_seed=args.per_seed))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (``sim.py | head``): say nothing more to it, and let the interpreter's
+        # last flush go nowhere instead of raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    failed = report["check_mismatches"]
+    for line in failed[:20]:
+        print("sim.py: check failed: %s" % line, file=sys.stderr)
+    if len(failed) > 20:
+        print("sim.py: ... and %d more failed checks" % (len(failed) - 20), file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

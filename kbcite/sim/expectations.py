@@ -1,0 +1,131 @@
+# -- closed-form expectations -----------------------------------------------------------------
+#
+# Each of a day's S people's saves falls at a uniform time and picks an article with its save
+# chance q (Zipf by the ranking, or 1/N), independently of everything before it. So a version
+# read with a share x of the saving day left is overtaken by the end of the day with chance
+# 1 - (1 - q x)^S, whatever happened before the read; averaged over a uniform read time that is
+# 1 - (1 - (1-q)^(S+1)) / ((S+1) q). Which article the agent cites, and when, comes from the
+# run (it depends on search); everything else is arithmetic on the model's parameters. These
+# functions never see a measured count.
+
+
+def _round(x):
+    # Four decimals keep the JSON identical across platforms whose pow() differs in the last bit.
+    return round(x, 4)
+
+
+def zipf_weights(n, s):
+    """The Zipf probabilities ``1/r**s`` (normalised) of ranks 1..n."""
+    weights = [1.0 / rank ** s for rank in range(1, n + 1)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def save_chances(plan, config, uniform):
+    """Each article's chance of being the one a people's save picks: Zipf by rank, or 1/N."""
+    if uniform:
+        return [1.0 / config.articles] * config.articles
+    chances = [0.0] * config.articles
+    for article, weight in zip(plan.ranking, zipf_weights(config.articles, config.zipf)):
+        chances[article] = weight
+    return chances
+
+
+def p_touched(q, x, saves):
+    """Chance that one of ``saves`` saves picks an article of save chance ``q`` within a share
+    ``x`` of the day: ``1 - (1 - q x)^S``."""
+    return 1.0 - (1.0 - q * x) ** saves
+
+
+def p_touched_by_end(q, saves):
+    """``p_touched`` from a uniform read time to the end: 1 - (1 - (1-q)^(S+1)) / ((S+1) q)."""
+    if q <= 0.0:
+        return 0.0
+    n = saves + 1
+    return 1.0 - (1.0 - (1.0 - q) ** n) / (n * q)
+
+
+def expected_checks(q, reads, answers, versions, saves, day_us):
+    """Expected end-of-day counts of a checked day, from the articles cited and when.
+
+    ``reads`` holds each citation's ``(article, read t_us)``, ``answers`` each answer's
+    citation indices, ``versions`` each citation's distinct version as the schedule numbers it.
+    A distinct citation is judged from its first read: which read comes last depends on whether
+    the version survives, but the first depends on the past alone. The title-only check sees a
+    distinct citation when a retitle or an unpublish overtakes it; it is gone when an unpublish
+    does.
+    """
+    left = [max(day_us - t, 0) / day_us for _, t in reads]
+    stale = [p_touched(q[a], x, saves) for (a, _), x in zip(reads, left)]
+    positions = [0.0] * CITATIONS_PER_ANSWER
+    with_stale = 0.0
+    for cited in answers:
+        for p, c in enumerate(cited):
+            positions[p] += stale[c]
+        if cited:
+            articles = {reads[c][0] for c in cited}
+            with_stale += p_touched(sum(q[a] for a in articles), left[cited[0]], saves)
+    first = {}
+    for c, version in enumerate(versions):
+        first.setdefault(version, c)
+    distinct = {"stale_distinct": 0.0, "title_only_distinct": 0.0, "gone_distinct": 0.0}
+    for c in first.values():
+        q_c, x = q[reads[c][0]], left[c]
+        distinct["stale_distinct"] += p_touched(q_c, x, saves)
+        distinct["title_only_distinct"] += p_touched(TITLE_VISIBLE_SHARE * q_c, x, saves)
+        distinct["gone_distinct"] += p_touched(UNPUBLISH_SHARE * q_c, x, saves)
+    out = {"by_position": [{"position": p + 1, "stale": _round(v)}
+                           for p, v in enumerate(positions)],
+           "stale": _round(sum(stale)), "answers_with_stale": _round(with_stale)}
+    out.update((k, _round(v)) for k, v in distinct.items())
+    return out
+
+
+def expected_edits(q, edits, delays, saves, day_us):
+    """Expected rejected and gone edits per delay, from the articles cited and when.
+
+    ``edits`` holds ``(delay, article, read step, edit step)``. An edit is rejected for sure
+    when another of the agent's edits of the same article lands between its read and itself;
+    otherwise when a people's save does, with chance ``p_touched``. It finds the article gone
+    when an unpublish does.
+    """
+    landed = {}
+    for _, article, _, at in edits:
+        landed.setdefault(article, []).append(at)
+    for steps in landed.values():
+        steps.sort()
+    rows = {d: {"delay_s": d, "rejected": 0.0, "gone": 0.0} for d in delays}
+    for delay, article, read, at in edits:
+        window = max(min(at[0], day_us) - read[0], 0) / day_us
+        own = any_between(landed[article], read, at)
+        rows[delay]["rejected"] += 1.0 if own else p_touched(q[article], window, saves)
+        rows[delay]["gone"] += p_touched(UNPUBLISH_SHARE * q[article], window, saves)
+    return [dict(rows[d], rejected=_round(rows[d]["rejected"]), gone=_round(rows[d]["gone"]))
+            for d in delays]
+
+
+def model_expectations(config):
+    """Expectations from the parameters alone, for a citation read at a uniform time."""
+    weights = zipf_weights(config.articles, config.zipf)
+    return {
+        "uniform_saves_any_article": _round(p_touched_by_end(1.0 / config.articles,
+                                                             config.saves)),
+        "zipf_saves_question_own_article": _round(
+            sum(w * p_touched_by_end(w, config.saves) for w in weights)),
+        "zipf_saves_article_of_independent_popularity": _round(
+            sum(p_touched_by_end(w, config.saves) for w in weights) / config.articles),
+    }
+
+
+def saves_for_stale_share(q, share):
+    """The fewest saves that make a citation read at a uniform time stale with ``share``."""
+    low, high = 0, 1
+    while p_touched_by_end(q, high) < share:
+        high *= 2
+    while low < high:
+        mid = (low + high) // 2
+        if p_touched_by_end(q, mid) < share:
+            low = mid + 1
+        else:
+            high = mid
+    return low

@@ -1,0 +1,53 @@
+def any_between(steps, after, before):
+    """Whether sorted ``steps`` holds one strictly between ``after`` and ``before``."""
+    return bisect.bisect_right(steps, after) < bisect.bisect_left(steps, before)
+
+
+class Oracle:
+    """What every check and edit must find, from the schedule of people's saves alone.
+
+    It never calls the store: it knows when each person saved which article and how, and is
+    told where in the day the agent read each citation and when its own edits landed. Every
+    article starts published; an unpublish withdraws it for the rest of the day (a later save
+    edits the draft, and nobody publishes it again), so a citation is gone once an unpublish
+    follows its read, changed once any other save does, and fresh otherwise.
+    """
+
+    def __init__(self, titles, changes):
+        self.titles = titles
+        self.steps, self.withdrawn, self.retitled = {}, {}, {}
+        for change in changes:
+            self.steps.setdefault(change.article, []).append(change.step)
+            if change.save.kind == "unpublish":
+                self.withdrawn.setdefault(change.article, []).append(change.step)
+            elif change.save.kind == "content_title":
+                self.retitled.setdefault(change.article, []).append((change.step, change.title))
+
+    def version(self, article, step):
+        """How many people's saves the article has had before ``step``: its version's number."""
+        return bisect.bisect_left(self.steps.get(article, ()), step)
+
+    def title_at(self, article, step):
+        """The article's title just before ``step``."""
+        retitles = self.retitled.get(article, ())
+        i = bisect.bisect_left(retitles, (step,))
+        return retitles[i - 1][1] if i else self.titles[article]
+
+    def status(self, article, read, now):
+        """``(status, cause)`` at step ``now`` of a citation of ``article`` read at ``read``."""
+        if any_between(self.withdrawn.get(article, ()), read, now):
+            return "gone", "gone"
+        if not any_between(self.steps.get(article, ()), read, now):
+            return "fresh", None
+        if self.title_at(article, now) != self.title_at(article, read):
+            return "changed", "retitled"
+        return "changed", "content_only"
+
+    def edit(self, article, read, at, own_edits):
+        """``accepted``, ``changed`` or ``gone``: an edit at step ``at`` with the version read
+        at step ``read``; ``own_edits`` are the steps of the agent's other edits of the article,
+        each of which changes it unless it is gone."""
+        status, _ = self.status(article, read, at)
+        if status == "fresh" and any_between(own_edits, read, at):
+            return "changed"
+        return "accepted" if status == "fresh" else status

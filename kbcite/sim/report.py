@@ -1,0 +1,304 @@
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def _pct(n, d):
+    return "%.1f%%" % (100.0 * n / d) if d else "-"
+
+
+def markdown_table(header, rows):
+    """A Markdown table; the first column left-aligned, the rest right-aligned."""
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _n(x):
+    return "{:,}".format(x)
+
+
+def _count_pct(count, of):
+    """A count (a float for an expectation) with its share: ``368 (61.3%)``, ``351.2 (58.5%)``."""
+    text = _n(count) if isinstance(count, int) else "{:,.1f}".format(count)
+    return "%s (%s)" % (text, _pct(count, of))
+
+
+def render(report, per_seed=False):
+    """The report as Markdown tables."""
+    out = []
+    seeds = report["seeds"]
+    cfg = report["config"]
+    out.append("# Simulated support day, seeds %s, summed\n" % seed_text(seeds))
+    out.append("%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g "
+               "over a ranking %s; questions from %s.\n"
+               % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"],
+                  "independent of titles" if cfg["popularity"] == "independent"
+                  else "that keeps each subject's articles together",
+                  "titles" if cfg["questions_from"] == "title"
+                  else "action and subject words only"))
+
+    out.append("## 1. Staleness by hour (Zipf saves | uniform control)\n")
+    rows = []
+    for z, u in zip(report["staleness"]["zipf"], report["staleness"]["uniform"]):
+        row = [z["hour"]]
+        for r in (z, u):
+            row += [_n(r["citations"]),
+                    "%s (%s)" % (_n(r["stale"]), _pct(r["stale"], r["citations"])),
+                    _n(r["distinct"]),
+                    "%s (%s)" % (_n(r["stale_distinct"]), _pct(r["stale_distinct"], r["distinct"])),
+                    _n(r["answers"]),
+                    "%s (%s)" % (_n(r["answers_with_stale"]),
+                                 _pct(r["answers_with_stale"], r["answers"]))]
+        rows.append(row)
+    header = ["hour"] + ["%s %s" % (m, c) for m in ("zipf", "ctrl") for c in (
+        "citations", "stale", "distinct", "stale distinct", "answers", "answers w/ stale")]
+    out.append(markdown_table(header, rows) + "\n")
+
+    out.append("End of day by the citation's place in its answer (1: the top search hit, which "
+               "is the question's own article in %s of Zipf answers):\n"
+               % _pct(report["workload"]["first_hit_is_target"], report["workload"]["questions"]))
+    rows = []
+    expected = report["expected"]
+    for z, u, ez, eu in zip(report["staleness"]["zipf_by_position"],
+                            report["staleness"]["uniform_by_position"],
+                            expected["zipf"]["by_position"], expected["uniform"]["by_position"]):
+        rows.append([z["position"], _n(z["citations"]), _count_pct(z["stale"], z["citations"]),
+                     _count_pct(ez["stale"], z["citations"]),
+                     _count_pct(u["stale"], u["citations"]),
+                     _count_pct(eu["stale"], u["citations"])])
+    out.append(markdown_table(["position", "citations", "zipf stale", "zipf expected",
+                               "ctrl stale", "ctrl expected"], rows) + "\n")
+    out.append("Expected: the closed form 1 - (1 - q x)^S summed over the citations, with S the "
+               "day's people's saves, q the cited article's chance of being the one a save "
+               "picks and x the share of the day left after the read; which article each "
+               "answer cited, and when, is the run's.\n")
+
+    out.append("## 2. Detection at end of day (Zipf)\n")
+    det = report["detection"]
+    gt = det["ground_truth"]
+    rows = []
+    for name, label in (("ground_truth", "ground truth (database)"),
+                        ("schedule", "schedule (no store call)"), ("title_only", "title only"),
+                        ("reread", "re-read"), ("poll", "poll")):
+        d = det[name]
+        rows.append([label, "%s (%s)" % (_n(d["stale"]), _pct(d["stale"], gt["stale"])),
+                     "%s (%s)" % (_n(d["stale_distinct"]),
+                                  _pct(d["stale_distinct"], gt["stale_distinct"])),
+                     _n(d["content_only"]), _n(d["retitled"]), _n(d["gone"]),
+                     _n(d["false_stale"])])
+    out.append(markdown_table(["strategy", "stale citations found", "stale distinct found",
+                       "content only", "retitled", "gone", "false alarms"], rows) + "\n")
+    out.append("Causes count distinct citations. A retitle also changes content, so the title "
+               "check sees only retitles and unpublishes. The schedule's row is the oracle: "
+               "staleness from the plan's saves and the citations' read times alone; the run "
+               "fails unless the database, re-read and poll agree with it at every check.\n")
+
+    out.append("## 3. Cost of all hourly checks (Zipf, %d checks)\n" % report["checks"]["zipf"])
+    cost = report["cost"]
+    rows = []
+    for name, label in (("title_only", "title only"), ("reread", "re-read"), ("poll", "poll")):
+        c = cost[name]
+        rows.append([label, _n(c["calls"]), _n(c["articles_read"]), _n(c["bytes_read"]),
+                     _n(c["events"])])
+    r, p = cost["reread"], cost["poll"]
+    rows.append(["re-read / poll", _ratio_text(r["calls"], p["calls"]),
+                 _ratio_text(r["articles_read"], p["articles_read"]),
+                 _ratio_text(r["bytes_read"], p["bytes_read"]), "-"])
+    out.append(markdown_table(["strategy", "tool calls", "articles read", "bytes of article text",
+                       "events fetched"], rows) + "\n")
+
+    out.append("## 4. Edits with the citation's version, by delay\n")
+    rows = []
+    for e, x in zip(report["edits"], report["expected"]["edits"]):
+        rejected = e["rejected_changed"] + e["rejected_gone"]
+        rows.append([_delay_text(e["delay_s"]), _n(e["edits"]), _n(e["accepted_first_try"]),
+                     _n(e["rejected_changed"]), _n(e["rejected_gone"]),
+                     _pct(rejected, e["edits"]), _pct(x["rejected"], e["edits"]),
+                     "%.1f" % x["gone"],
+                     "%d of %d" % (e["retries_succeeded"],
+                                   e["retries_succeeded"] + e["retries_failed"])])
+    out.append(markdown_table(["delay", "edits", "accepted first try", "rejected: changed",
+                               "rejected: gone", "rejected", "expected rejected",
+                               "expected gone", "retries succeeded"], rows) + "\n")
+    out.append("Expected: rejected for sure when another of the agent's own edits of the "
+               "article lands in between, else with chance 1 - (1 - q w)^S, w the share of the "
+               "saving day between read and edit; gone with 1 - (1 - %g q w)^S.\n"
+               % UNPUBLISH_SHARE)
+
+    out.append("## 5. Idempotency\n")
+    i = report["idempotency"]
+    out.append(markdown_table(["successful edits", "replays sent", "replays marked as replay",
+                       "events written by replays"],
+                      [[_n(i["successful_edits"]), _n(i["replays"]), _n(i["replays_marked"]),
+                        _n(i["new_events_from_replays"])]]) + "\n")
+
+    out.append("## 6. The article beside us\n")
+    out.append(markdown_table(["figure", "article", "ours", "expected (model)"],
+                              comparison_rows(report)) + "\n")
+    out.append("\n".join("%d. %s" % (i + 1, note) for i, note in enumerate(article_notes()))
+               + "\n")
+
+    if per_seed:
+        out.append("## Per seed\n")
+        out.append(per_seed_table(report) + "\n")
+    return "\n".join(out)
+
+
+def comparison_rows(report):
+    """The side-by-side of SPEC's figures, ours and the model's expectation, as table rows."""
+    w = report["workload"]
+    z, u = report["staleness"]["zipf"][-1], report["staleness"]["uniform"][-1]
+    ez, eu = report["expected"]["zipf"], report["expected"]["uniform"]
+    model = report["expected"]["model"]
+    det = report["detection"]
+    gt, title = det["ground_truth"], det["title_only"]
+    edits, expected_edits = report["edits"], report["expected"]["edits"]
+    total_edits = sum(e["edits"] for e in edits)
+    gone = sum(e["rejected_gone"] for e in edits)
+    retries = sum(e["retries_succeeded"] for e in edits)
+    retries_all = retries + sum(e["retries_failed"] for e in edits)
+    idem = report["idempotency"]
+    checks = report["checks"]["zipf"]
+    poll = report["cost"]["poll"]
+    by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]),
+                                    _pct(e["rejected_changed"] + e["rejected_gone"], e["edits"]))
+                         for e in edits)
+    expected_by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]), _pct(x["rejected"],
+                                                                             e["edits"]))
+                                  for e, x in zip(edits, expected_edits))
+    return [
+        ["top-10 share of questions / saves", "36.7% / 36.7%",
+         "%.1f%% / %.1f%%" % (100 * w["top10_question_share"], 100 * w["top10_save_share"]),
+         "%.1f%% (Zipf %g over %d)" % (100 * w["top10_zipf_expected"], report["config"]["zipf"],
+                                       report["config"]["articles"])],
+        ["stale citations at end of day, Zipf", "369 of 1,200 (30.8%)",
+         "%s of %s citations (%s); %s of %s distinct (%s)" % (
+             _n(z["stale"]), _n(z["citations"]), _pct(z["stale"], z["citations"]),
+             _n(z["stale_distinct"]), _n(z["distinct"]), _pct(z["stale_distinct"], z["distinct"])),
+         "%s citations; %s distinct" % (_count_pct(ez["stale"], z["citations"]),
+                                         _count_pct(ez["stale_distinct"], z["distinct"]))],
+        ["answers with a stale citation, Zipf", "four out of five (note 1)",
+         "%s of %s (%s)" % (_n(z["answers_with_stale"]), _n(z["answers"]),
+                            _pct(z["answers_with_stale"], z["answers"])),
+         _count_pct(ez["answers_with_stale"], z["answers"])],
+        ["control: stale citations", "167 of 1,200 (13.9%) (note 2)",
+         "%s of %s citations (%s); %s of %s distinct (%s)" % (
+             _n(u["stale"]), _n(u["citations"]), _pct(u["stale"], u["citations"]),
+             _n(u["stale_distinct"]), _n(u["distinct"]), _pct(u["stale_distinct"], u["distinct"])),
+         "%s citations; %s distinct; any citation read at a uniform time: %.1f%%" % (
+             _count_pct(eu["stale"], u["citations"]),
+             _count_pct(eu["stale_distinct"], u["distinct"]),
+             100 * model["uniform_saves_any_article"])],
+        ["control: answers with a stale citation", "280 of 600 (46.7%) (note 1)",
+         "%s of %s (%s)" % (_n(u["answers_with_stale"]), _n(u["answers"]),
+                            _pct(u["answers_with_stale"], u["answers"])),
+         _count_pct(eu["answers_with_stale"], u["answers"])],
+        ["stale found by title only", "152 of 369 (41.2%), all retitles or unpublishes",
+         "%s of %s distinct (%s): %d retitled, %d gone, %d content-only, %d false alarms" % (
+             _n(title["stale_distinct"]), _n(gt["stale_distinct"]),
+             _pct(title["stale_distinct"], gt["stale_distinct"]), title["retitled"],
+             title["gone"], title["content_only"], title["false_stale"]),
+         "%.1f of %.1f distinct (%s)" % (ez["title_only_distinct"], ez["stale_distinct"],
+                                         _pct(ez["title_only_distinct"], ez["stale_distinct"]))],
+        ["re-read and poll found", "exactly the ground truth, at each of 40 checks",
+         "%s at each of %d checks (plus %d control checks and every edit); %d mismatches" % (
+             "exactly the schedule's truth (so did the database's rows)" if not
+             report["check_mismatches"] else "NOT the schedule's truth",
+             checks, report["checks"]["uniform"], len(report["check_mismatches"])),
+         "the schedule's truth, by construction of a correct store"],
+        ["poll cost", "one call per check (< 100 changes an hour)",
+         "%d event pages over %d checks, %s events" % (poll["pages"], checks, _n(poll["events"])),
+         "-"],
+        ["edits whose article was unpublished by then", "19 of 600",
+         "%d of %d" % (gone, total_edits),
+         "%.1f" % sum(x["gone"] for x in expected_edits)],
+        ["edit with an hour-old citation", "fails nearly 4 in 10; seconds old: fine",
+         "rejected: " + by_delay, expected_by_delay],
+        ["retries after re-read", "all succeeded", "%d of %d succeeded" % (retries, retries_all),
+         "all: nothing lands between a re-read and its retry"],
+        ["idempotent replays", "409 of 409 marked, no new event",
+         "%d of %d marked, %d new events" % (idem["replays_marked"], idem["replays"],
+                                              idem["new_events_from_replays"]), "-"],
+        ["whole run", "25.7 s (M1, Python 3.9.6)",
+         "%.2f s (%d processes, Python %s)" % (report["timing"]["seconds"],
+                                                report["timing"]["processes"],
+                                                report["timing"]["python"]), "-"],
+    ]
+
+
+def article_notes():
+    """Where the article's own figures cannot all hold, with the arithmetic (its day's sizes)."""
+    day = Config()
+    q = 1.0 / day.articles
+    control = p_touched_by_end(q, day.saves)
+    needed = saves_for_stale_share(q, ARTICLE["stale_control"] / ARTICLE["citations"])
+    return [
+        "An answer holding a stale citation holds one of its own, so such answers cannot "
+        "outnumber stale citations. The article's %d control answers against %d stale "
+        "citations, and its Zipf \"four out of five\" (%d of %d answers) against %d, are "
+        "impossible if those citations are of the %s handed out; they fit as *distinct* "
+        "citations, so we count both ways."
+        % (ARTICLE["answers_stale_control"], ARTICLE["stale_control"],
+           ARTICLE["answers_stale_zipf"], ARTICLE["answers"], ARTICLE["stale_zipf"],
+           _n(ARTICLE["citations"])),
+        "With saves spread uniformly every article has q = 1/%d, and a citation read at a "
+        "uniform time is stale by evening with chance 1 - (1 - (1-q)^%d) / (%d q) = %.1f%%, "
+        "whichever article it cites. The article's %d of %s (%.1f%%) would need about %d "
+        "saves, not %d."
+        % (day.articles, day.saves + 1, day.saves + 1, 100 * control, ARTICLE["stale_control"],
+           _n(ARTICLE["citations"]), 100.0 * ARTICLE["stale_control"] / ARTICLE["citations"],
+           needed, day.saves),
+    ]
+
+
+def per_seed_table(report):
+    """Key end-of-day figures with a column per seed."""
+    header = ["figure", "all"] + ["seed %d" % s for s in report["seeds"]]
+    def row(label, fn):
+        return [label, fn(None)] + [fn(r) for r in report["per_seed"]]
+
+    def end(mode, key):
+        def fn(r):
+            rows = report["staleness"][mode] if r is None else r[mode]["hourly"]
+            return _n(rows[-1][key])
+        return fn
+
+    def det(key):
+        return lambda r: _n((report["detection"] if r is None
+                             else r["zipf"]["detection"])["title_only"][key])
+
+    def edit(i, key):
+        return lambda r: _n((report["edits"] if r is None else r["edits"]["edits"])[i][key])
+
+    rows = [
+        row("zipf: stale citations", end("zipf", "stale")),
+        row("zipf: stale distinct", end("zipf", "stale_distinct")),
+        row("zipf: answers with stale", end("zipf", "answers_with_stale")),
+        row("control: stale citations", end("uniform", "stale")),
+        row("control: stale distinct", end("uniform", "stale_distinct")),
+        row("control: answers with stale", end("uniform", "answers_with_stale")),
+        row("title only: stale distinct found", det("stale_distinct")),
+    ]
+    for i, d in enumerate(report["config"]["delays"]):
+        rows.append(row("edits at %s rejected: changed" % _delay_text(d),
+                        edit(i, "rejected_changed")))
+        rows.append(row("edits at %s rejected: gone" % _delay_text(d), edit(i, "rejected_gone")))
+    return markdown_table(header, rows)
+
+
+def _ratio_text(a, b):
+    return "%.1fx" % (a / b) if b else "-"
+
+
+def _delay_text(seconds):
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return "%d%s" % (seconds // size, unit)
+    return "%ds" % seconds
+
+
+def seed_text(seeds):
+    """Seeds as the command line takes them: ``1-5`` for a run of them, else ``1,3,7``."""
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return "%d-%d" % (seeds[0], seeds[-1])
+    return ",".join(str(s) for s in seeds)

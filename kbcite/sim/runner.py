@@ -1,0 +1,198 @@
+# -- the one place sim.py reaches inside the store ---------------------------------------------
+#
+# KBStore has no public way to copy its database, and copying a seed's start of day is cheaper
+# than building it three times. If the store's internals change, these two functions are what
+# to adapt, or to drop: prepare() without an image (the plain build) is always correct.
+
+
+def _database_image(store):
+    """The store's whole database as bytes, or ``None`` where it cannot be had."""
+    return store.image()
+
+
+def _store_from_image(image, clock):
+    """A new in-memory store holding a copy of the database ``image``."""
+    return kb_store.KBStore.from_image(image, clock=clock)
+
+
+# -- one seed, many seeds ----------------------------------------------------------------------
+
+
+# The three runs of a seed's day; each is one task, so a pool of two processes stays balanced.
+PARTS = ("zipf", "uniform", "edits")
+
+
+def fill_store(store, plan):
+    """The knowledge base at the start of the day: every article published; returns their IDs."""
+    store.create_knowledge_base(KB_ID, "Support")
+    return store.create_articles(KB_ID, list(zip(plan.titles, plan.bodies)))
+
+
+def prepare(seed, config, image=True):
+    """One seed's plan, drawn once for its three runs, and its start-of-day database image.
+
+    The image (where sqlite3 can serialize, Python 3.11 on) spares each run the build of the
+    articles and their index; without it each run builds its own, with the same result.
+    """
+    plan = draw_plan(seed, config)
+    if not image or not hasattr(sqlite3.Connection, "serialize"):
+        return Start(plan, None, None)
+    store = kb_store.KBStore(":memory:", clock=SimClock())
+    try:
+        article_ids = fill_store(store, plan)
+        return Start(plan, _database_image(store), article_ids)
+    finally:
+        store.close()
+
+
+def run_part(seed, config, part, db_dir=None, start=None, db_url=None):
+    """One run of one seed's day: Zipf with checks, the uniform control, or the edit experiment.
+
+    ``start`` is the seed's ``prepare()``d plan and image, shared by its three runs; without
+    it the run draws its own. The store is in memory, a file in ``db_dir``, or a fresh schema
+    of the PostgreSQL database at ``db_url``.
+    """
+    if start is None:
+        start = prepare(seed, config, image=False)
+    plan = start.plan
+    db_path = None if db_dir is None else os.path.join(db_dir, "seed%d-%s.db" % (seed, part))
+    if db_url is not None:
+        import kb_postgres
+
+        db_path = kb_postgres.schema_address(db_url, "sim_seed%d_%s" % (seed, part), fresh=True)
+    result = DayRun(plan, config, uniform=(part == "uniform"), checks=(part != "edits"),
+                    edits=(part == "edits"), db_path=db_path, start=start).run()
+    if part == "zipf":
+        top = set(plan.ranking[:10])
+        result["workload"] = {
+            "questions": len(plan.questions),
+            "first_hit_is_target": result["first_hit_is_target"],
+            "questions_top10": sum(1 for q in plan.questions if q.target in top),
+            "saves": len(plan.saves),
+            "saves_top10": sum(1 for s in plan.saves if s.zipf_article in top),
+            "save_kinds": {kind: sum(1 for s in plan.saves if s.kind == kind)
+                           for kind, _ in SAVE_MIX},
+        }
+    return result
+
+
+def _seed_result(seed, parts):
+    return dict(seed=seed, workload=parts["zipf"].pop("workload"), **parts)
+
+
+def _add(into, row):
+    for key, value in row.items():
+        if isinstance(value, float):
+            into[key] = _round(into.get(key, 0) + value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            into[key] = into.get(key, 0) + value
+        elif isinstance(value, dict):
+            _add(into.setdefault(key, {}), value)
+    return into
+
+
+def _sum_rows(per_seed, rows_of, key, labels):
+    """Row i of every seed's list ``rows_of(seed result)`` summed, labelled ``key: labels[i]``."""
+    out = []
+    for i, label in enumerate(labels):
+        row = {}
+        for r in per_seed:
+            _add(row, rows_of(r)[i])
+        row[key] = label
+        out.append(row)
+    return out
+
+
+def summarize(per_seed, config):
+    """Sum the seeds' results into the report's structure (everything but timing)."""
+    workload = _add({}, {})
+    for r in per_seed:
+        _add(workload, r["workload"])
+    staleness, expected = {}, {"model": model_expectations(config)}
+    for mode in ("zipf", "uniform"):
+        staleness[mode] = _sum_rows(per_seed, lambda r: r[mode]["hourly"], "hour",
+                                    range(1, config.hours + 1))
+        staleness[mode + "_by_position"] = _sum_rows(
+            per_seed, lambda r: r[mode]["by_position"], "position",
+            range(1, CITATIONS_PER_ANSWER + 1))
+        expected[mode] = {}
+        for r in per_seed:
+            _add(expected[mode], r[mode]["expected"])
+        expected[mode]["by_position"] = _sum_rows(
+            per_seed, lambda r: r[mode]["expected"]["by_position"], "position",
+            range(1, CITATIONS_PER_ANSWER + 1))
+    detection, cost = {}, {}
+    for mode in ("zipf", "uniform"):
+        detection[mode] = {}
+        cost[mode] = {}
+        for r in per_seed:
+            _add(detection[mode], r[mode]["detection"])
+            _add(cost[mode], r[mode]["cost"])
+    edits = _sum_rows(per_seed, lambda r: r["edits"]["edits"], "delay_s", config.delays)
+    expected["edits"] = _sum_rows(per_seed, lambda r: r["edits"]["expected"]["edits"],
+                                  "delay_s", config.delays)
+    idempotency = {}
+    for r in per_seed:
+        _add(idempotency, r["edits"]["idempotency"])
+    mismatches = [m for r in per_seed for part in PARTS for m in r[part]["mismatches"]]
+    return {
+        "config": dict(asdict(config), delays=list(config.delays)),
+        "seeds": [r["seed"] for r in per_seed],
+        "workload": dict(
+            workload,
+            top10_question_share=_ratio(workload["questions_top10"], workload["questions"]),
+            top10_save_share=_ratio(workload["saves_top10"], workload["saves"]),
+            top10_zipf_expected=round(top_share(zipf_cumulative(config.articles, config.zipf),
+                                                10), 4),
+        ),
+        "staleness": staleness,
+        # The article's detection and cost figures are for the Zipf day; the control's follow.
+        "detection": detection["zipf"],
+        "cost": cost["zipf"],
+        "control": {"detection": detection["uniform"], "cost": cost["uniform"]},
+        "edits": edits,
+        "expected": expected,
+        "idempotency": idempotency,
+        "checks": {"zipf": len(per_seed) * config.hours, "uniform": len(per_seed) * config.hours},
+        "check_mismatches": mismatches,
+        "per_seed": per_seed,
+    }
+
+
+def _ratio(n, d):
+    return round(n / d, 4) if d else 0.0
+
+
+def run(seeds, config, *, db_dir=None, processes=None, db_url=None):
+    """Run every seed (across processes when there are several) and summarise."""
+    started = time.perf_counter()
+    # Longest runs first, so the short edit runs fill the gaps at the end.
+    jobs = [(seed, part) for part in PARTS for seed in seeds]
+    if processes is None:
+        processes = min(len(jobs), os.cpu_count() or 1)
+    # Each seed's plan (and image) is made once, then shared by its three runs.
+    preparing = [(seed, config, db_dir is None and db_url is None) for seed in seeds]
+    if processes > 1:
+        with multiprocessing.get_context(_start_method()).Pool(processes) as pool:
+            starts = dict(zip(seeds, pool.starmap(prepare, preparing, chunksize=1)))
+            results = pool.starmap(run_part, [(seed, config, part, db_dir, starts[seed], db_url)
+                                              for seed, part in jobs], chunksize=1)
+    else:
+        starts = {seed: prepare(*args) for seed, args in zip(seeds, preparing)}
+        results = [run_part(seed, config, part, db_dir, starts[seed], db_url)
+                   for seed, part in jobs]
+    by_seed = {seed: {} for seed in seeds}
+    for (seed, part), result in zip(jobs, results):
+        by_seed[seed][part] = result
+    per_seed = [_seed_result(seed, by_seed[seed]) for seed in seeds]
+    report = summarize(per_seed, config)
+    report["timing"] = {"seconds": round(time.perf_counter() - started, 3),
+                        "processes": processes, "python": sys.version.split()[0]}
+    return report
+
+
+def _start_method():
+    # fork starts a worker in milliseconds where it is safe (Linux, before any threads run);
+    # elsewhere the platform default.
+    methods = multiprocessing.get_all_start_methods()
+    return "fork" if sys.platform.startswith("linux") and "fork" in methods else None
