@@ -1,6 +1,6 @@
-"""The admin command line of a knowledge-base store: ``kb`` (or ``python -m kb_cli``).
+"""The admin command line of a knowledge-base store: ``kb`` (or ``python -m kbcite``).
 
-A thin layer over ``kb_store``: the reading commands run the same tools an agent calls
+A thin layer over ``kbcite.store``: the reading commands run the same tools an agent calls
 (``search``, ``read``, ``events``), ``edit`` is the agent's compare-and-swap edit, and the
 rest are the people's side (``init``, ``add``, ``save``, ``publish``, ``unpublish``, ``list``,
 ``import``). ``--json`` prints what the tools return; without it, tables for a person.
@@ -20,10 +20,14 @@ import sys
 import time
 import uuid
 
-import kb_store
+from . import __version__
+from .errors import InvalidArgument, NotFound, ToolError, VersionConflict
+from .limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
+from .markdown import read_utf8_file
+from .store import KBStore
+from .tokens import WRITE_MODES
 
 PROG = "kb"
-VERSION = "0.2.0"
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CONFLICT = 0, 1, 2, 3
 # What a shell reports for a process ended by SIGPIPE; we end that way, minus the traceback.
@@ -50,7 +54,7 @@ class Conflict(Exception):
     """A command that found a newer version than the one it was told; exit status 3."""
 
 
-class CommandError(kb_store.ToolError):
+class CommandError(ToolError):
     """A failure the command line words itself, already for a person; exit status 1."""
 
     code = "command_failed"
@@ -104,7 +108,7 @@ def read_content(args, required):
     if args.file == "-":
         return sys.stdin.read()
     if args.file is not None:
-        text = kb_store.kb_core.read_utf8_file(args.file, "--file %s" % args.file, "--file")
+        text = read_utf8_file(args.file, "--file %s" % args.file, "--file")
         return text[1:] if text.startswith("\ufeff") else text
     if args.content is not None:
         return args.content
@@ -112,7 +116,7 @@ def read_content(args, required):
         return None
     if not sys.stdin.isatty():  # piped in: ``cat new.md | kb edit ...``
         return sys.stdin.read()
-    raise kb_store.InvalidArgument("give the content with --file F, --content TEXT, or on "
+    raise InvalidArgument("give the content with --file F, --content TEXT, or on "
                                    "standard input", argument="--content")
 
 
@@ -237,7 +241,7 @@ def cmd_read(store, args, out):
     try:
         article = tool(store, args, "read_knowledge_article",
                        {"knowledge_base_id": args.kb, "article_id": args.article})
-    except kb_store.NotFound:
+    except NotFound:
         state = store.get_article(args.kb, args.article)  # raises for a missing one
         raise CommandError(
             "article %s in knowledge base %s is a draft (version %s): agents cannot read it "
@@ -264,7 +268,7 @@ def cmd_edit(store, args, out):
         arguments["title"] = args.title
     try:
         result = tool(store, args, "edit_knowledge_article", arguments)
-    except kb_store.VersionConflict as exc:
+    except VersionConflict as exc:
         if args.json:
             print_json({"error": exc.to_dict()}, out)
         raise Conflict(person_message(exc)) from None
@@ -404,7 +408,7 @@ def build_parser():
         epilog="Exit status: 0 done, 1 error, 2 usage, 3 conflict. The store is --db PATH or "
                "$KB_DB; every command also takes --db and --json after its name.")
     parser.add_argument("--version", action="version", version="%s %s (store schema %d)"
-                        % (PROG, VERSION, kb_store.SCHEMA_VERSION))
+                        % (PROG, __version__, SCHEMA_VERSION))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
                                 help="what to do; kb COMMAND --help tells more")
     sub.required = True
@@ -456,8 +460,8 @@ def build_parser():
     kb_arg(p)
     p.add_argument("query", metavar="QUERY", help="words to look for (2-200 characters)")
     p.add_argument("--limit", type=int, metavar="N",
-                   help="most hits (1-%d, default %d)" % (kb_store.SEARCH_LIMIT_MAX,
-                                                          kb_store.SEARCH_LIMIT_DEFAULT))
+                   help="most hits (1-%d, default %d)" % (SEARCH_LIMIT_MAX,
+                                                          SEARCH_LIMIT_DEFAULT))
 
     p = command("read", "read a published article and its citation, as an agent's read does")
     kb_arg(p)
@@ -504,7 +508,7 @@ def build_parser():
     t.add_argument("name", metavar="NAME", help="a name for the token (who or what holds it)")
     t.add_argument("--grant", action="append", required=True, metavar="KB",
                    help="a knowledge base the token may use; repeat for several")
-    t.add_argument("--writes", choices=kb_store.WRITE_MODES, default="ask",
+    t.add_argument("--writes", choices=WRITE_MODES, default="ask",
                    help="ask: a person approves each edit (default); allow: edits go through; "
                         "deny: read only")
     tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
@@ -536,18 +540,18 @@ def main(argv=None):
     out = sys.stdout
     try:
         if args.command == "upgrade":
-            old, new = kb_store.KBStore.upgrade(args.db)
+            old, new = KBStore.upgrade(args.db)
             print("upgraded %s from schema %d to %d" % (args.db, old, new) if old != new
                   else "%s is already at schema %d" % (args.db, new), file=out)
             status = EXIT_OK
         else:
-            with kb_store.KBStore(args.db, create=args.command == "init") as store:
+            with KBStore(args.db, create=args.command == "init") as store:
                 status = COMMANDS[args.command](store, args, out)
         out.flush()
     except Conflict as exc:
         print("%s: conflict: %s" % (PROG, exc), file=sys.stderr)
         return EXIT_CONFLICT
-    except kb_store.ToolError as exc:
+    except ToolError as exc:
         print("%s: error: %s" % (PROG, person_message(exc)), file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:

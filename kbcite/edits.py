@@ -1,6 +1,114 @@
+"""The agent's edit: a compare-and-swap on the version it read, applied at most once per key.
+
+``edit_knowledge_article`` names the version it was made from (``expected_version``, the
+``updated_at`` of a citation) and an idempotency key. In one write transaction: the key is
+looked up (scoped to the knowledge base, its request fingerprinted, as the IETF
+idempotency-key draft and Stripe do: the same key with another request is refused, the same
+request is replayed with its first result, marked); the version is compared; the article is
+written through ``articles.write`` (the compare-and-swap itself); and the result is recorded
+under the key. Only successful edits are recorded. ``preview`` runs the same checks in a read,
+for an approval prompt.
+"""
+
+import hashlib
+import json
+
+from . import access, articles
+from .errors import IdempotencyKeyReused
+from .limits import IDEMPOTENCY_TTL_US
+from .tools import citation
+from .validation import check_content, check_title
+from .versions import parse_version
+
+
 def fingerprint(kb_id, article_id, content, title, expected_us):
     """SHA-256 of the request as the store understands it, so a respelled version still matches."""
     canonical = json.dumps(
         [kb_id, article_id, content, title, expected_us], ensure_ascii=False, separators=(",", ":")
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def checks(ctx, args, granted, lock):
+    """Everything an edit decides before writing: replay, key reuse, article, version.
+
+    Runs inside the caller's transaction. Returns ``(kb, row, fingerprint, stored)``
+    where ``stored`` is the first result of an exact replay, else ``None``.
+    """
+    db = ctx.db
+    check_content(args["content"])
+    if "title" in args:
+        check_title(args["title"])
+    expected_us = parse_version(args["expected_version"])
+    kb = access.knowledge_base(db, args["knowledge_base_id"], granted, lock=lock)
+    print_ = fingerprint(
+        kb["kb_id"], args["article_id"], args["content"], args.get("title"), expected_us
+    )
+    stored = db.idempotency_get(kb["pk"], args["idempotency_key"],
+                                ctx.now_us() - IDEMPOTENCY_TTL_US)
+    if stored is not None:
+        if stored["fingerprint"] != print_:
+            raise IdempotencyKeyReused(
+                "idempotency_key %r was already used in knowledge base %r for a different "
+                "edit; use a new key for a new change" % (args["idempotency_key"],
+                                                          kb["kb_id"]),
+                argument="idempotency_key",
+                idempotency_key=args["idempotency_key"],
+            )
+        result = json.loads(stored["result"])
+        result["replayed"] = True
+        return kb, None, print_, result
+    row = access.article(db, kb, args["article_id"], published_only=True)
+    if expected_us != row["version_us"]:
+        raise articles.conflict_error(kb, row, args["expected_version"])
+    return kb, row, print_, None
+
+
+def edit(ctx, args, granted):
+    """The ``edit_knowledge_article`` tool."""
+    db = ctx.db
+    with db.write():
+        kb, row, print_, stored = checks(ctx, args, granted, lock=True)
+        if stored is not None:
+            return stored
+        title = args.get("title", row["title"])
+        updated_at, event = articles.write(
+            ctx, kb, row, content=args["content"], title=title, published=True
+        )
+        kb_id = kb["kb_id"]
+        result = {
+            "knowledge_base_id": kb_id,
+            "article_id": row["article_id"],
+            "title": title,
+            "updated_at": updated_at,
+            "previous_version": row["updated_at"],
+            "citation": citation(kb_id, row["article_id"], updated_at),
+            "event": event,
+            "replayed": False,
+        }
+        now_us = ctx.now_us()
+        db.idempotency_put(kb["pk"], args["idempotency_key"], print_,
+                           json.dumps(result, ensure_ascii=False), now_us,
+                           now_us - IDEMPOTENCY_TTL_US)
+    return result
+
+
+def preview(ctx, args, granted):
+    """What an edit with these (validated) arguments would do now, for an approval prompt;
+    raises what the edit would raise."""
+    with ctx.db.read():
+        kb, row, _, stored = checks(ctx, args, granted, lock=False)
+    if stored is not None:
+        return {"replay": True, "result": stored}
+    return {
+        "replay": False,
+        "knowledge_base_id": kb["kb_id"],
+        "article_id": row["article_id"],
+        "title": row["title"],
+        "new_title": args.get("title"),
+        "current_version": row["updated_at"],
+        "current_bytes": len(row["content"].encode("utf-8")),
+        "new_bytes": len(args["content"].encode("utf-8")),
+        "current_content": row["content"],
+        "new_content": args["content"],
+    }

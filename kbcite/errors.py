@@ -1,3 +1,10 @@
+"""The family of errors a call can end in: one class per stable ``code``.
+
+Every failure a caller can see is a ``ToolError``; its ``message`` names the object and says
+what to do next, its ``details`` carry the same facts as data. The server reports them to an
+agent as tool errors, the command line to a person in its own words.
+"""
+
 class ToolError(Exception):
     """A call that could not be carried out; ``code`` is stable, ``message`` says what to do."""
 

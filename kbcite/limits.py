@@ -1,11 +1,10 @@
-"""The ground floor of the knowledge-base store: what every engine and every caller shares.
+"""Every limit and fixed value of the store, each with the reason it has that value.
 
-Limits, the error family, versions (RFC 3339 text and microseconds), argument validation,
-the text rules of search (tokens, query terms, BM25F ranking, snippets) and Markdown reading.
-Nothing here touches a database: ``kb_engine`` and the engines stand on this module, the
-store (``kb_store``) stands on them, and the command line, the server and the simulation
-stand on the store.
+The ground floor: nothing here imports anything of the package. The search tuning (BM25,
+snippet windows) lives beside the code it tunes, in ``kbcite.search``.
 """
+
+from datetime import timedelta
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
 SCHEMA_VERSION = 3

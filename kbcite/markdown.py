@@ -1,5 +1,13 @@
-# -- Markdown ----------------------------------------------------------------------------------
+"""Markdown as a knowledge base reads it: front matter, the title, the body; UTF-8 files.
 
+Pure text work, apart from ``read_utf8_file``: the import (``kbcite.importer``) walks folders.
+"""
+
+import json
+from dataclasses import dataclass
+
+from .errors import InvalidArgument
+from .validation import is_blank
 
 @dataclass(frozen=True)
 class SourceDocument:

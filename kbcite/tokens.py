@@ -1,3 +1,19 @@
+"""Bearer tokens for the HTTP server: minted once, kept as a digest, each carrying its grants.
+
+A token is ``kbt_`` and 32 random bytes; the store keeps only its SHA-256, with the
+knowledge bases it grants and its write mode (``ask``: a person approves each edit;
+``allow``; ``deny``). Revoking one takes effect at its next request.
+"""
+
+import hashlib
+import json
+import secrets
+
+from . import access
+from .errors import InvalidArgument, NotFound
+from .validation import check_people_string, shown
+from .versions import format_version
+
 # How a token lets its holder's edits through: a person approves each, all go, or none do.
 WRITE_MODES = ("ask", "allow", "deny")
 
@@ -11,3 +27,60 @@ TOKEN_NAME_MAX = 64
 def token_digest(token):
     """The SHA-256 under which a token is kept (hex); equal digests are compared in SQL."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def create(ctx, name, grants, writes="ask"):
+    """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
+    is ever shown (the store keeps its SHA-256)."""
+    check_people_string(name, "name", TOKEN_NAME_MAX)
+    grants = list(dict.fromkeys(grants))
+    if not grants:
+        raise InvalidArgument("a token needs at least one knowledge base to grant",
+                              argument="grant")
+    if writes not in WRITE_MODES:
+        raise InvalidArgument("writes must be one of %s, got %s"
+                              % (", ".join(WRITE_MODES), shown(writes)), argument="writes")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    db = ctx.db
+    with db.write():
+        if db.token_by_name(name) is not None:
+            raise InvalidArgument("a token named %r exists already (revoked tokens keep "
+                                  "their names); choose another name" % name,
+                                  argument="name")
+        for kb_id in grants:
+            access.knowledge_base(db, kb_id)
+        db.token_insert(name, token_digest(token), json.dumps(grants), writes,
+                        format_version(ctx.now_us()))
+    return token
+
+
+def list_all(db):
+    """Every token's name, grants, write mode, creation and revocation times."""
+    with db.read():
+        rows = db.token_list()
+    return [dict(row, grants=json.loads(row["grants"])) for row in rows]
+
+
+def revoke(ctx, name):
+    """Revoke a token: its next request is refused. Returns the revocation time."""
+    db = ctx.db
+    with db.write():
+        row = db.token_by_name(name)
+        if row is None:
+            raise NotFound("there is no token named %r" % (name,), token=name)
+        if row["revoked_at"] is not None:
+            return row["revoked_at"]
+        revoked_at = format_version(ctx.now_us())
+        db.token_revoke(name, revoked_at)
+        return revoked_at
+
+
+def principal(db, token):
+    """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
+    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+        return None
+    with db.read():
+        row = db.token_by_hash(token_digest(token))
+    if row is None:
+        return None
+    return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"]}

@@ -1,4 +1,20 @@
+"""The MCP contract: the four tools as agents see them, and the citation every result carries.
+
+Names, descriptions, required arguments, limits and annotations are those of osFoundry's live
+``tools/list``; the properties it leaves open have natural types, and the output schemas are
+ours, documented in docs/tools.md and kept stable.
+The store dispatches each name to its handler (``kbcite.store.HANDLERS``).
+"""
+
+from .limits import (
+    EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX,
+    ID_MAX, KEY_MAX, QUERY_MAX, QUERY_MIN, RESOURCE_TYPES, SEARCH_LIMIT_DEFAULT,
+    SEARCH_LIMIT_MAX, TITLE_MAX, VERSION_MAX,
+)
+
+
 def citation(kb_id, article_id, updated_at):
+    """A citation: the version stamp a search hit or a read hands out, and an edit takes back."""
     return {"knowledge_base_id": kb_id, "article_id": article_id, "updated_at": updated_at}
 
 

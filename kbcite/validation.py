@@ -1,5 +1,13 @@
-# -- arguments ---------------------------------------------------------------------------------
+"""Argument checks: the subset of JSON Schema our tools use, and the people's side's rules.
 
+A refused argument is an ``InvalidArgument`` naming it and its limit; a caller's own text is
+quoted back cut short (``shown``), so an error never echoes a megabyte.
+"""
+
+import unicodedata
+
+from .errors import InvalidArgument
+from .limits import CONTENT_MAX_BYTES, SHOWN_MAX, TITLE_MAX
 
 def check_text(value, argument):
     """Refuse strings SQLite or UTF-8 cannot hold faithfully: NUL and lone surrogates."""

@@ -1,3 +1,16 @@
+"""Versions: RFC 3339 text and microseconds since the epoch, and the strict step between them.
+
+An article's ``updated_at`` is its version. The text is RFC 3339 UTC with microseconds and a
+``Z``; the store compares versions as integers of microseconds, so that every spelling of the
+same instant names the same version.
+"""
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from .errors import InvalidArgument
+from .limits import VERSION_STEP_US
+
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # ASCII digits only, and \Z rather than $, which would let a trailing newline through.
@@ -6,9 +19,6 @@ _RFC3339 = re.compile(
     r"([Zz]|[+-]\d{2}:\d{2})\Z",
     re.ASCII,
 )
-
-
-# -- versions ----------------------------------------------------------------------------------
 
 
 def format_version(us):
@@ -63,3 +73,11 @@ def parse_version(text, argument="expected_version"):
     if fraction[6:].strip("0"):
         return None
     return datetime_to_us(base) + int((fraction + "000000")[:6])
+
+
+def next_version(previous_us, now_us):
+    """The version a save made at ``now_us`` gets: strictly after ``previous_us`` (if any),
+    even when the clock stands still or steps back."""
+    if previous_us is not None:
+        return max(now_us, previous_us + VERSION_STEP_US)
+    return now_us

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from kb_store import KBStore  # noqa: E402
+from kbcite.store import KBStore  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from pgcluster import PostgresCluster, postgres_binaries  # noqa: E402
@@ -138,7 +138,7 @@ def file_store(db_path, clock):
 HOLD_WRITE_LOCK = """
 import sys
 sys.path.insert(0, sys.argv[2])
-from kb_store import KBStore
+from kbcite.store import KBStore
 store = KBStore(sys.argv[1])
 store._db._conn.execute("BEGIN IMMEDIATE")
 print("locked", flush=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kb_store import KBStore, ToolError  # noqa: E402
+from kbcite import KBStore, ToolError  # noqa: E402
 
 
 def emit(value):

@@ -1,4 +1,4 @@
-"""The admin command line ``kb`` (kb_cli.py), run as a real process: every command, its exit
+"""The admin command line ``kb`` (kbcite/cli.py), run as a real process: every command, its exit
 status, its words for a person, ``--json``, and the Markdown import that honours versions."""
 
 import json
@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import kb_cli
-import kb_store
-from kb_store import KBStore
+import kbcite
+from kbcite import KBStore, cli
+from kbcite.importer import read_markdown_folder
+from support.commands import ROOT, child_env, module_argv
 from test_store import dump
 
-ROOT = Path(__file__).resolve().parent.parent
-CLI = str(ROOT / "kb_cli.py")
+# The command line as ``kb`` runs it: ``python -m kbcite`` from this checkout.
+CLI = None
 VERSION_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z\Z")
 KB = "help"
 AGENT_WORDS = ("granted to this client", "search again", "after_sequence", "expected_version",
@@ -26,11 +27,10 @@ AGENT_WORDS = ("granted to this client", "search again", "after_sequence", "expe
 
 def run(db, *args, ok=True, stdin=None, env=None, script=CLI):
     """Run the command line; returns (exit status, stdout, stderr)."""
-    argv = [sys.executable, script] + (["--db", str(db)] if db is not None else []) + [
-        str(a) for a in args]
+    command = module_argv("kbcite") if script is None else [sys.executable, script]
+    argv = command + (["--db", str(db)] if db is not None else []) + [str(a) for a in args]
     proc = subprocess.run(argv, input=stdin if stdin is not None else "", capture_output=True,
-                          text=True, encoding="utf-8", timeout=60,
-                          env=dict(os.environ, **(env or {})))
+                          text=True, encoding="utf-8", timeout=60, env=child_env(env))
     if ok:
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""
@@ -104,24 +104,25 @@ def test_init_creates_and_refuses_a_duplicate(db):
 
 
 def test_db_goes_before_or_after_the_command_or_in_kb_db(db):
-    argv = [sys.executable, CLI]
+    argv = module_argv("kbcite")
     for extra, env in ((["list", KB, "--db", str(db)], {}), (["list", KB], {"KB_DB": str(db)}),
                        (["--db", "/nowhere/x.db", "list", KB, "--db", str(db)], {})):
         done = subprocess.run(argv + extra, capture_output=True, text=True, timeout=60,
-                              env=dict(os.environ, **env))
+                              env=child_env(env))
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("ARTICLE")
     done = subprocess.run(argv + ["list", KB], capture_output=True, text=True, timeout=60,
-                          env={k: v for k, v in os.environ.items() if k != "KB_DB"})
+                          env={k: v for k, v in child_env().items() if k != "KB_DB"})
     assert done.returncode == 2 and "--db PATH or set KB_DB" in done.stderr
 
 
 def test_version_and_help_on_every_argument():
-    done = subprocess.run([sys.executable, CLI, "--version"], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.startswith("kb %s" % kb_cli.VERSION)
-    parser = kb_cli.build_parser()
+    done = subprocess.run(module_argv("kbcite", "--version"), capture_output=True, text=True,
+                          env=child_env())
+    assert done.returncode == 0 and done.stdout.startswith("kb %s" % kbcite.__version__)
+    parser = cli.build_parser()
     subparsers = [a for a in parser._actions if a.dest == "command"][0].choices
-    assert set(kb_cli.COMMANDS) <= set(subparsers)
+    assert set(cli.COMMANDS) <= set(subparsers)
     for name, sub in list(subparsers.items()) + [("kb", parser)]:
         assert sub.description or name == "kb"
         for action in sub._actions:
@@ -289,13 +290,13 @@ def test_missing_foreign_and_junk_files_are_refused_untouched(tmp_path):
 def test_a_closed_pipe_ends_quietly(db):
     with KBStore(str(db)) as store:
         store.create_articles(KB, [("Title %d" % i, "x") for i in range(3000)])
-    for script in (CLI, str(ROOT / "kb_store.py")):
-        proc = subprocess.Popen([sys.executable, script, "--db", str(db), "events", KB],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for command in (module_argv("kbcite"), [sys.executable, str(ROOT / "kb_store.py")]):
+        proc = subprocess.Popen(command + ["--db", str(db), "events", KB],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
         assert proc.stdout.readline().split() == [b"SEQ", b"TYPE", b"ARTICLE", b"VERSION"]
         proc.stdout.close()
         stderr = proc.stderr.read().decode()
-        assert proc.wait(timeout=60) == kb_cli.EXIT_BROKEN_PIPE
+        assert proc.wait(timeout=60) == cli.EXIT_BROKEN_PIPE
         assert stderr == ""
 
 
@@ -484,7 +485,7 @@ def test_an_unreadable_folder_is_an_error(tmp_path, monkeypatch, clock):
     monkeypatch.setattr(os, "scandir", scandir)
     with KBStore(":memory:", clock=clock) as store:
         store.create_knowledge_base(KB)
-        with pytest.raises(kb_store.InvalidArgument) as info:
+        with pytest.raises(kbcite.InvalidArgument) as info:
             store.import_directory(KB, str(folder))
         assert "cannot read the folder" in info.value.message
         assert str(folder / "locked") in info.value.message
@@ -555,14 +556,14 @@ def make_schema_1_store(path, documents):
 
 def test_an_old_store_is_upgraded_and_its_imports_are_kept_safe(tmp_path, docs):
     path = tmp_path / "old.db"
-    make_schema_1_store(path, kb_store.read_markdown_folder(str(docs)))
+    make_schema_1_store(path, read_markdown_folder(str(docs)))
     before = path.read_bytes()
     assert "kb upgrade --db %s" % path in fails(path, "list", KB)
     assert path.read_bytes() == before
     assert out(path, "upgrade") == "upgraded %s from schema 1 to %d\n" % (
-        path, kb_store.SCHEMA_VERSION)
+        path, kbcite.SCHEMA_VERSION)
     assert out(path, "upgrade") == "%s is already at schema %d\n" % (
-        path, kb_store.SCHEMA_VERSION)
+        path, kbcite.SCHEMA_VERSION)
     assert out(path, "audit") == "audit: ok\n"
     found = as_json(path, "search", KB, "refund policy")["results"]
     assert found[0]["title"] == "Refund policy"

@@ -15,8 +15,9 @@ from urllib.parse import quote
 
 import pytest
 
-import kb_store
-from kb_store import KBStore
+import kbcite
+from kbcite import KBStore
+from support.commands import child_env, module_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 KB = "kb-pg"
@@ -54,7 +55,7 @@ def tables(url):
 
 
 def test_init_makes_an_empty_schema_a_store_and_only_then(pg_url):
-    with pytest.raises(kb_store.NotAStore, match="empty database"):
+    with pytest.raises(kbcite.NotAStore, match="empty database"):
         KBStore(pg_url)
     assert tables(pg_url) == []
     with KBStore(pg_url, create=True) as store:
@@ -70,7 +71,7 @@ def test_a_schema_holding_other_tables_is_refused_untouched(pg_url):
         conn.execute("CREATE TABLE users (id int primary key, name text)")
         conn.execute("INSERT INTO users VALUES (1, 'Ada')")
     for create in (False, True):
-        with pytest.raises(kb_store.NotAStore, match="holds other tables"):
+        with pytest.raises(kbcite.NotAStore, match="holds other tables"):
             KBStore(pg_url, create=create)
     assert tables(pg_url) == ["users"]
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -78,15 +79,15 @@ def test_a_schema_holding_other_tables_is_refused_untouched(pg_url):
 
 
 def test_without_psycopg_the_message_names_the_extra(monkeypatch):
-    import kb_postgres
+    from kbcite.engines import postgres as kb_postgres
 
     monkeypatch.setattr(kb_postgres, "psycopg", None)
-    with pytest.raises(kb_store.NotAStore, match=r"kb-citations\[postgres\]"):
+    with pytest.raises(kbcite.NotAStore, match=r"kbcite\[postgres\]"):
         KBStore("postgresql://nobody@/nowhere")
 
 
 def test_an_unreachable_server_is_a_retryable_store_failed():
-    with pytest.raises(kb_store.StoreFailed) as info:
+    with pytest.raises(kbcite.StoreFailed) as info:
         KBStore("postgresql://nobody@/nowhere?host=/nonexistent-socket-dir", timeout=1)
     assert info.value.details["retryable"] is True
 
@@ -104,7 +105,7 @@ def test_a_held_knowledge_base_lock_is_store_busy_and_others_go_on(pg_url):
         with KBStore(pg_url, timeout=0.3) as store:
             version = call(store, "read_knowledge_article", knowledge_base_id=KB,
                            article_id=article)["updated_at"]  # reads do not wait
-            with pytest.raises(kb_store.StoreBusy) as info:
+            with pytest.raises(kbcite.StoreBusy) as info:
                 call(store, "edit_knowledge_article", knowledge_base_id=KB, article_id=article,
                      content="v2", expected_version=version, idempotency_key="k")
             assert info.value.details["retryable"] is True
@@ -163,7 +164,7 @@ def test_a_poller_never_sees_the_log_out_of_order_while_many_write(pg_url):
                 try:
                     page = call(mine, "poll_resource_events", resource_type="knowledge_base",
                                 resource_id=KB, after_sequence=after)
-                except kb_store.ToolError as exc:
+                except kbcite.ToolError as exc:
                     errors.append(exc.to_dict())
                     return
                 seen.extend(e["sequence"] for e in page["events"])
@@ -183,9 +184,8 @@ def test_a_poller_never_sees_the_log_out_of_order_while_many_write(pg_url):
 
 def test_the_command_line_and_the_server_take_a_postgresql_url(pg_url, tmp_path):
     def kb(*args, stdin=""):
-        done = subprocess.run([sys.executable, str(ROOT / "kb_cli.py"), "--db", pg_url]
-                              + list(args), input=stdin, capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(module_argv("kbcite", "--db", pg_url, *args), input=stdin,
+                              capture_output=True, text=True, timeout=60, env=child_env())
         assert done.returncode == 0, done.stderr
         return done.stdout
     docs = tmp_path / "docs"
@@ -230,7 +230,7 @@ def replayed(url, check, timeout=30.0):
             with KBStore(url) as store:
                 if check(store):
                     return
-        except (kb_store.NotAStore, kb_store.NotFound):
+        except (kbcite.NotAStore, kbcite.NotFound):
             pass  # the schema or the knowledge base has not arrived yet
         assert time.monotonic() < deadline, "the standby did not replay the primary in time"
         time.sleep(0.1)
@@ -252,7 +252,7 @@ def test_a_hot_standby_serves_reads_and_refuses_writes_clearly(standby, pg_url):
     with KBStore(replica_url) as replica:
         found = call(replica, "search_knowledge_base", knowledge_base_id=KB, query="refund")
         assert [hit["citation"] for hit in found["results"]] == [first["citation"]]
-        with pytest.raises(kb_store.StoreFailed, match="read only.*primary") as refused:
+        with pytest.raises(kbcite.StoreFailed, match="read only.*primary") as refused:
             call(replica, "edit_knowledge_article", knowledge_base_id=KB,
                  article_id="art-000001", expected_version=first["updated_at"],
                  content="Written on the standby.", idempotency_key="k-standby")

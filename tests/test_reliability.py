@@ -18,8 +18,9 @@ import time
 
 import pytest
 
-from kb_store import (IdempotencyKeyReused, InvalidArgument, KBStore, NotFound,
-                      VersionConflict, datetime_to_us, format_version)
+from kbcite import (IdempotencyKeyReused, InvalidArgument, KBStore, NotFound, VersionConflict,
+                    format_version)
+from kbcite.versions import datetime_to_us
 from test_store_processes import Worker, check_consistent
 
 KBS = ("kb-a", "kb-b")

@@ -6,14 +6,21 @@ import random
 
 import pytest
 
-import kb_core
-import kb_engine
-import kb_sqlite
-import kb_store
-from kb_store import KBStore
+import kbcite
+from kbcite import KBStore, access
+from kbcite.engines import sqlite as sqlite_engine
+from kbcite.limits import CONTENT_MAX_BYTES
+from kbcite.search import ranking, text, tiers
+from kbcite.search.query import query_tree
+from kbcite.search.snippets import SNIPPET_SCAN_CHARS
 
 KB = "kb-search"
 GRANTED = frozenset({KB})
+
+
+def kb_row(store):
+    """The test knowledge base's row, as a granted caller resolves it."""
+    return access.knowledge_base(store._db, KB, GRANTED)
 
 
 def search(store, query, limit=10):
@@ -86,8 +93,8 @@ def test_limit_hits_whenever_enough_articles_hold_a_query_word(kb, limit):
         kb.create_article(KB, "Note %d %s" % (n, picked[0]), " ".join(picked) + " filler")
     for query in ("alpha", "alpha beta", "alpha beta gamma delta", "epsilon zeta gamma"):
         holding = sum(1 for a in kb.list_articles(KB)
-                      if set(kb_core.tokens(a["title"] + " " + kb.get_article(
-                          KB, a["article_id"])["content"])) & set(kb_core.query_terms(query)))
+                      if set(text.tokens(a["title"] + " " + kb.get_article(
+                          KB, a["article_id"])["content"])) & set(text.query_terms(query)))
         assert len(ids(kb, query, limit)) == min(limit, holding), query
 
 
@@ -162,20 +169,20 @@ def test_the_any_word_tier_never_scores_every_matching_article(kb):
     assert len(found) == 10
     work = kb.last_search
     # Three words, each index query capped: far fewer than the 1,002 articles that match.
-    assert work["scored"] <= 3 * 2 * kb_store.CANDIDATES_PER_QUERY
+    assert work["scored"] <= 3 * 2 * ranking.CANDIDATES_PER_QUERY
     assert work["scored"] < 300
 
 
 def test_megabyte_articles_of_one_word_cost_a_bounded_search(kb):
     """The planted case: twenty 1 MiB articles of one repeated word."""
-    big = "alpha " * (kb_store.CONTENT_MAX_BYTES // 6 - 1)
+    big = "alpha " * (CONTENT_MAX_BYTES // 6 - 1)
     kb.create_articles(KB, [("Big %d" % n, big) for n in range(20)])
     kb.create_article(KB, "Small", "alpha beta")
     found = search(kb, "alpha beta", limit=20)["results"]
     assert len(found) == 20 and found[0]["title"] == "Small"
     work = kb.last_search
     # The snippets read a window of each hit, not its megabyte; nothing scans every token.
-    assert work["snippet_chars"] <= 20 * kb_store.SNIPPET_SCAN_CHARS
+    assert work["snippet_chars"] <= 20 * SNIPPET_SCAN_CHARS
     assert work["scored"] <= 21
 
 
@@ -184,10 +191,10 @@ def test_megabyte_articles_of_one_word_cost_a_bounded_search(kb):
 
 def reference(articles, query, limit):
     """The documented ranking, computed over every published article from its raw text."""
-    terms = kb_core.query_terms(query)
+    terms = text.query_terms(query)
     docs = []
     for article_id, title, content in articles:
-        docs.append((article_id, kb_core.tokens(title), kb_core.tokens(content)))
+        docs.append((article_id, text.tokens(title), text.tokens(content)))
     held_somewhere = [t for t in terms if any(t in ti or t in bo for _, ti, bo in docs)]
     terms = held_somewhere
     if not terms:
@@ -213,7 +220,7 @@ def reference(articles, query, limit):
             tf_title, tf_body = title.count(term), body.count(term)
             if tf_title or tf_body:
                 held += 1
-                total += kb_core.TITLE_WEIGHT * bm25(tf_title, len(title), avg_title, 1) * \
+                total += ranking.TITLE_WEIGHT * bm25(tf_title, len(title), avg_title, 1) * \
                     idf(df_title)
                 total += bm25(tf_body, len(body), avg_body, 1) * idf(df_body)
         if held:
@@ -225,7 +232,7 @@ def reference(articles, query, limit):
 def test_the_store_ranks_as_the_reference_does(kb, monkeypatch):
     # Uncapped index queries gather every tier whole: the bounded search must then give
     # exactly the exhaustive ranking (the bound itself is tested above).
-    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 10 ** 6)
+    monkeypatch.setattr(tiers, "CANDIDATES_PER_QUERY", 10 ** 6)
     rng = random.Random(11)
     vocabulary = ("reset password admin export invoice refund plan team billing sso login "
                   "token webhook domain quota audit report café 退款政策 हिंदी").split()
@@ -260,7 +267,7 @@ def test_the_store_ranks_as_the_reference_does(kb, monkeypatch):
 
 
 def test_the_any_word_tier_takes_the_shortest_titles_first(kb, monkeypatch):
-    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 3)
+    monkeypatch.setattr(tiers, "CANDIDATES_PER_QUERY", 3)
     # Many articles hold "alpha" in a long title, created first; one holds it in a short one.
     for n in range(30):
         kb.create_article(KB, "alpha in a long title number %d with many words" % n, "text")
@@ -283,15 +290,15 @@ def holds(tree, present):
     return (all if op == "and" else any)(holds(child, present) for child in children)
 
 
-@pytest.mark.parametrize("size", range(2, kb_core.QUERY_TERMS_MAX + 1))
+@pytest.mark.parametrize("size", range(2, ranking.QUERY_TERMS_MAX + 1))
 def test_all_but_one_is_exactly_the_articles_missing_at_most_one_term(size):
     terms = ["t%d" % n for n in range(size)]
-    tree = kb_engine.query_tree(terms, 1)
+    tree = query_tree(terms, 1)
     for mask in range(1 << size):
         present = {term for n, term in enumerate(terms) if mask >> n & 1}
         assert holds(tree, present) == (len(present) >= size - 1), (size, sorted(present))
-    assert holds(kb_engine.query_tree(terms, 0), set(terms))
-    assert not holds(kb_engine.query_tree(terms, 0), set(terms[1:]))
+    assert holds(query_tree(terms, 0), set(terms))
+    assert not holds(query_tree(terms, 0), set(terms[1:]))
     # Each term is asked for about log2(size) times, where one query per left-out term asks
     # for it size times: the point of the halving.
     asked = []
@@ -315,12 +322,13 @@ def test_the_index_answers_all_but_one_on_both_engines(kb):
         present = [w for n, w in enumerate(words) if mask >> n & 1]
         # odd masks carry their words in the title, even ones in the body
         title, body = (" ".join(present), "text") if mask % 2 else ("Other", " ".join(present))
-        pk = kb._article(kb._kb(KB, GRANTED), kb.create_article(KB, title, body), True)["pk"]
+        article_id = kb.create_article(KB, title, body)
+        pk = access.article(kb._db, kb_row(kb), article_id, True)["pk"]
         if len(present) >= len(words) - 1:
             expected.add(pk)
             if mask % 2:
                 in_title.add(pk)
-    kb_pk = kb._kb(KB, GRANTED)["pk"]
+    kb_pk = kb_row(kb)["pk"]
     with kb._db.read():
         anywhere, titled, every = kb._db.match(kb_pk, [(words, False, 1), (words, True, 1),
                                                        (words, False, 0)], 100)
@@ -354,7 +362,7 @@ def titles_index(store, kb_pk):
 
 
 def test_the_title_only_queries_read_the_index_of_titles(store, monkeypatch):
-    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 3)
+    monkeypatch.setattr(tiers, "CANDIDATES_PER_QUERY", 3)
     fill_for_title_queries(store)
     found = search(store, "alpha beta gamma delta", limit=3)["results"]
     # Forty bodies, first by ID, hold three of the four words; the three first articles
@@ -362,7 +370,7 @@ def test_the_title_only_queries_read_the_index_of_titles(store, monkeypatch):
     # past the cap of three.
     assert {hit["title"] for hit in found} == {"Alpha beta gamma", "Alpha beta delta",
                                                "Beta gamma delta"}
-    kb_pk = store._kb(KB, GRANTED)["pk"]
+    kb_pk = kb_row(store)["pk"]
     with store._db.read():
         titled = store._db.match(kb_pk, [(["gamma", "delta"], True, 0)], 100)[0]
     # the changed title is indexed anew; the withdrawn one is gone
@@ -373,7 +381,7 @@ def test_the_title_only_queries_read_the_index_of_titles(store, monkeypatch):
 
 def test_the_audit_finds_a_damaged_index_of_titles(store, engine):
     fill_for_title_queries(store)
-    kb_pk = store._kb(KB, GRANTED)["pk"]
+    kb_pk = kb_row(store)["pk"]
     pk = titles_index(store, kb_pk)[-1]
     with store._db.write():
         db = store._db
@@ -406,20 +414,20 @@ def as_schema_2(address, engine):
 
 def test_a_schema_2_store_is_upgraded_with_its_index_of_titles(engine, tmp_path, request,
                                                                 monkeypatch):
-    monkeypatch.setattr(kb_store, "CANDIDATES_PER_QUERY", 3)
+    monkeypatch.setattr(tiers, "CANDIDATES_PER_QUERY", 3)
     address = (str(tmp_path / "old.db") if engine == "sqlite"
                else request.getfixturevalue("pg_url"))
     with KBStore(address, create=True) as store:
         queries = fill_for_title_queries(store)
         before = [ids(store, query, 5) for query in queries]
     as_schema_2(address, engine)
-    with pytest.raises(kb_store.NotAStore, match="kb upgrade"):
+    with pytest.raises(kbcite.NotAStore, match="kb upgrade"):
         KBStore(address)
-    assert KBStore.upgrade(address) == (2, kb_store.SCHEMA_VERSION)
+    assert KBStore.upgrade(address) == (2, kbcite.SCHEMA_VERSION)
     with KBStore(address) as store:
         assert store.audit() == []
         assert [ids(store, query, 5) for query in queries] == before
-        kb_pk = store._kb(KB, GRANTED)["pk"]
+        kb_pk = kb_row(store)["pk"]
         assert len(titles_index(store, kb_pk)) == 44  # every published title
 
 
@@ -428,11 +436,11 @@ def test_an_article_without_a_word_is_no_damage_to_the_audit(store, engine):
     store.create_article(KB, "!!!", "...")  # nothing to index, and nothing to find it by
     store.create_article(KB, "Refunds", "How refunds work")
     assert store.audit() == []
-    kb_pk = store._kb(KB, GRANTED)["pk"]
+    kb_pk = kb_row(store)["pk"]
     with store._db.write():  # the worded article's tokens leave the index of everything
         if engine == "sqlite":
             store._db.execute("DROP TABLE fts_%d" % kb_pk)
-            store._db.execute(kb_sqlite.FTS_SQL.format(pk=kb_pk))
+            store._db.execute(sqlite_engine.FTS_SQL.format(pk=kb_pk))
         else:
             store._db.execute("UPDATE search_docs SET tsv = ''::tsvector WHERE kb_pk = ?",
                               (kb_pk,))

@@ -1,4 +1,4 @@
-"""kb_store.KBStore and its four tools: schema, behaviour, bad inputs, grants, versions, events."""
+"""kbcite.KBStore and its four tools: schema, behaviour, bad inputs, grants, versions, events."""
 
 import json
 import re
@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import kb_sqlite
-import kb_store
-from kb_store import TOOLS, KBStore, ToolError
+import kbcite
+from kbcite import TOOLS, KBStore, ToolError
+from kbcite import edits, limits, tools
+from kbcite.engines import sqlite as sqlite_engine
+from kbcite.search.text import query_terms
 
 KB = "kb-main"
 GRANTED = frozenset({KB})
@@ -73,13 +75,13 @@ def dump(path):
     """Every table of the database file, as SQL text, read through a separate connection."""
     conn = sqlite3.connect(path)
     try:
-        return kb_sqlite.dump(conn)
+        return sqlite_engine.dump(conn)
     finally:
         conn.close()
 
 
 def as_datetime(version):
-    """Parse a canonical version independently of kb_store."""
+    """Parse a canonical version independently of the store."""
     assert VERSION_RE.match(version), version
     return datetime.strptime(version, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
 
@@ -525,7 +527,7 @@ def test_the_write_itself_is_guarded_by_the_version(kb, monkeypatch):
     aid = kb.create_article(KB, "Guarded", "v1")
     version = read(kb, aid)["updated_at"]
     head = poll(kb)["head_sequence"]
-    checks = kb._edit_checks
+    checks = edits.checks
 
     def checked_then_overtaken(*args, **kwargs):
         result = checks(*args, **kwargs)
@@ -534,7 +536,7 @@ def test_the_write_itself_is_guarded_by_the_version(kb, monkeypatch):
                          (aid,))
         return result
 
-    monkeypatch.setattr(kb, "_edit_checks", checked_then_overtaken)
+    monkeypatch.setattr(edits, "checks", checked_then_overtaken)
     err = error_of(kb, "edit_knowledge_article", {
         "knowledge_base_id": KB, "article_id": aid, "content": "v2", "expected_version": version,
         "idempotency_key": "guarded"})
@@ -1033,7 +1035,7 @@ def test_event_log_records_every_visible_change_and_nothing_else(kb, clock):
     assert [(e["type"], e["article_id"], e["updated_at"]) for e in events] == timeline
     assert [e["sequence"] for e in events] == list(range(1, len(timeline) + 1))
     for e in events:
-        conforms(kb_store._EVENT, e)
+        conforms(tools._EVENT, e)
     assert kb.audit() == []
 
 
@@ -1116,7 +1118,7 @@ def test_a_file_with_a_foreign_schema_is_refused(db_path):
     conn.execute("INSERT INTO customers (name) VALUES ('Ada')")
     conn.commit()
     conn.close()
-    with pytest.raises(kb_store.NotAStore, match="not a knowledge-base store"):
+    with pytest.raises(kbcite.NotAStore, match="not a knowledge-base store"):
         KBStore(db_path)
     conn = sqlite3.connect(db_path)
     try:
@@ -1130,17 +1132,17 @@ def test_a_file_with_a_foreign_schema_is_refused(db_path):
 
 def test_a_file_of_another_schema_version_is_refused(db_path):
     conn = sqlite3.connect(db_path)
-    conn.execute("PRAGMA application_id = %d" % kb_store.APPLICATION_ID)
-    conn.execute("PRAGMA user_version = %d" % (kb_store.SCHEMA_VERSION + 1))
+    conn.execute("PRAGMA application_id = %d" % limits.APPLICATION_ID)
+    conn.execute("PRAGMA user_version = %d" % (kbcite.SCHEMA_VERSION + 1))
     conn.close()
-    with pytest.raises(kb_store.NotAStore, match="schema %d" % (kb_store.SCHEMA_VERSION + 1)):
+    with pytest.raises(kbcite.NotAStore, match="schema %d" % (kbcite.SCHEMA_VERSION + 1)):
         KBStore(db_path)
 
 
 def test_a_file_that_is_no_database_is_refused(db_path):
     with open(db_path, "wb") as fh:
         fh.write(b"not a database " * 100)
-    with pytest.raises(kb_store.NotAStore, match="file is not a database"):
+    with pytest.raises(kbcite.NotAStore, match="file is not a database"):
         KBStore(db_path)
 
 
@@ -1209,7 +1211,7 @@ def test_create_articles_as_drafts_writes_no_event(kb):
 ])
 def test_create_articles_checks_every_item_before_writing_any(kb, articles, needle):
     before = kb._db.dump()
-    with pytest.raises(kb_store.InvalidArgument) as exc:
+    with pytest.raises(kbcite.InvalidArgument) as exc:
         kb.create_articles(KB, articles)
     assert needle in exc.value.message
     assert kb._db.dump() == before
@@ -1222,11 +1224,12 @@ def test_create_articles_checks_every_item_before_writing_any(kb, articles, need
 def corpus_store():
     """300 believable articles (the simulation's generator) with some saved and unpublished."""
     import random
-    import sim
+
+    from kbcite.sim.plan import make_body, make_titles
 
     rng = random.Random(11)
-    titles, subjects = sim.make_titles(rng, 300)
-    bodies = [sim.make_body(rng, a, s) for a, s in subjects]
+    titles, subjects = make_titles(rng, 300)
+    bodies = [make_body(rng, a, s) for a, s in subjects]
     with KBStore() as store:
         store.create_knowledge_base(KB)
         ids = store.create_articles(KB, list(zip(titles, bodies)))
@@ -1254,8 +1257,8 @@ def test_search_puts_articles_with_every_word_first(corpus_store):
     store, titles = corpus_store
     spanning = 0
     for query in _queries(titles):
-        words = [w for w in kb_store.query_terms(query) if re.fullmatch(r"[a-z]+", w)]
-        if len(words) != len(kb_store.query_terms(query)) or len(words) < 3:
+        words = [w for w in query_terms(query) if re.fullmatch(r"[a-z]+", w)]
+        if len(words) != len(query_terms(query)) or len(words) < 3:
             continue
         results = search(store, query, limit=20)["results"]
         texts = [store.get_article(KB, r["article_id"]) for r in results]
@@ -1276,7 +1279,7 @@ def test_search_puts_articles_with_every_word_first(corpus_store):
     ("t" * 100000, {}),
 ])
 def test_errors_quote_a_huge_input_only_in_part(kb, name, arguments):
-    with pytest.raises(kb_store.InvalidArgument) as exc:
+    with pytest.raises(kbcite.InvalidArgument) as exc:
         kb.call_tool(name, arguments, granted=GRANTED)
     assert len(exc.value.message) < 400
     assert len(json.dumps(exc.value.to_dict())) < 800

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import kb_store
-from kb_store import KBStore, ToolError
+import kbcite
+from kbcite import KBStore, ToolError
+from kbcite.limits import APPLICATION_ID
+from kbcite.validation import is_blank
 
 ROOT = Path(__file__).resolve().parent.parent
 KB = "kb-main"
@@ -71,7 +73,7 @@ def test_a_foreign_sqlite_file_is_refused_byte_for_byte_unchanged(tmp_path, crea
     app = tmp_path / "app.db"
     make_foreign(app)
     before = files_of(tmp_path)
-    with pytest.raises(kb_store.NotAStore) as info:
+    with pytest.raises(kbcite.NotAStore) as info:
         KBStore(str(app), create=create)
     assert "another application's SQLite database" in info.value.message
     assert "users" in info.value.message
@@ -103,7 +105,7 @@ def test_the_server_and_the_cli_refuse_a_foreign_file_in_one_line(tmp_path):
 def test_an_empty_file_is_not_turned_into_a_store_except_by_init(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    with pytest.raises(kb_store.NotAStore, match="empty database"):
+    with pytest.raises(kbcite.NotAStore, match="empty database"):
         KBStore(str(empty))
     for argv in ((ROOT / "kb_server.py", "--db", empty, "--grant", KB),
                  (ROOT / "kb_store.py", "--db", empty, "list", KB)):
@@ -120,14 +122,14 @@ def test_an_empty_file_is_not_turned_into_a_store_except_by_init(tmp_path):
 
 def test_a_missing_file_is_created_only_on_request(tmp_path):
     path = tmp_path / "new.db"
-    with pytest.raises(kb_store.NotAStore, match="no knowledge-base store"):
+    with pytest.raises(kbcite.NotAStore, match="no knowledge-base store"):
         KBStore(str(path))
     assert not path.exists()
     with KBStore(str(path), create=True) as store:
         store.create_knowledge_base(KB)
     conn = sqlite3.connect(str(path))
     try:
-        assert conn.execute("PRAGMA application_id").fetchone()[0] == kb_store.APPLICATION_ID
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     finally:
         conn.close()
@@ -152,7 +154,7 @@ OPEN_AND_READ = """
 import json, sys, time
 sys.path.insert(0, sys.argv[2])
 started = time.perf_counter()
-from kb_store import KBStore
+from kbcite import KBStore
 with KBStore(sys.argv[1]) as store:
     opened = time.perf_counter() - started
     granted = {"kb-main"}
@@ -184,7 +186,7 @@ def test_opening_and_reading_go_on_while_another_process_holds_the_write_lock(
         assert listing.returncode == 0 and "Refund policy" in listing.stdout
         # A write, by contrast, does wait for the lock, and says so when it gives up.
         with KBStore(path, timeout=0.2) as store:
-            with pytest.raises(kb_store.StoreBusy) as info:
+            with pytest.raises(kbcite.StoreBusy) as info:
                 store.create_article(KB, "Blocked", "x")
             assert info.value.details["retryable"] is True
             error = error_of(store, "edit_knowledge_article", {
@@ -368,7 +370,7 @@ def test_a_draft_is_refused_without_reading_its_content(kb):
 
     def read(article_id):
         def action(store):
-            with pytest.raises(kb_store.NotFound) as info:
+            with pytest.raises(kbcite.NotFound) as info:
                 call(store, "read_knowledge_article", knowledge_base_id=KB,
                      article_id=article_id)
             return info.value
@@ -389,7 +391,7 @@ def test_an_edit_of_a_draft_is_refused_without_reading_its_content(kb):
     version = kb.get_article(KB, draft)["updated_at"]
 
     def edit(store):
-        with pytest.raises(kb_store.NotFound):
+        with pytest.raises(kbcite.NotFound):
             call(store, "edit_knowledge_article", knowledge_base_id=KB, article_id=draft,
                  content="x", expected_version=version, idempotency_key="k")
     assert not any("content" in s.split("FROM")[0] for s in statements_of(kb, edit)
@@ -402,10 +404,10 @@ def test_an_edit_of_a_draft_is_refused_without_reading_its_content(kb):
 @pytest.mark.parametrize("title", ["\u200b", "\u200b\u200b\u200b", " \u00a0\u2003", "\ufeff",
                                    "\u2060\u200d", "\t\n", "\u3000", "\u202e\u200b"])
 def test_a_title_of_only_invisible_characters_is_blank(kb, title):
-    with pytest.raises(kb_store.InvalidArgument, match="blank"):
+    with pytest.raises(kbcite.InvalidArgument, match="blank"):
         kb.create_article(KB, title, "content")
     article_id = kb.create_article(KB, "Visible", "content")
-    with pytest.raises(kb_store.InvalidArgument, match="blank"):
+    with pytest.raises(kbcite.InvalidArgument, match="blank"):
         kb.save_article(KB, article_id, title=title)
     version = kb.get_article(KB, article_id)["updated_at"]
     error = error_of(kb, "edit_knowledge_article", {
@@ -420,7 +422,7 @@ def test_a_title_with_one_visible_character_is_not_blank(kb, title):
 
 
 def test_is_blank_follows_the_unicode_categories():
-    assert kb_store.is_blank("")
-    assert kb_store.is_blank("\u200b\u2028\u2029\x00\x7f")
-    assert not kb_store.is_blank("\u200b.")
-    assert not kb_store.is_blank("\U0001F600")
+    assert is_blank("")
+    assert is_blank("\u200b\u2028\u2029\x00\x7f")
+    assert not is_blank("\u200b.")
+    assert not is_blank("\U0001F600")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kb_store import KBStore
+from kbcite import KBStore
 
 WORKER = str(Path(__file__).resolve().parent / "store_worker.py")
 KB = "kb-proc"

@@ -1,3 +1,12 @@
+"""The storage engines, and the one function that picks an engine from a store's address.
+
+``base`` is the contract every engine keeps (and the SQL both share); ``sqlite`` needs only
+the standard library; ``postgres`` needs psycopg 3 (the ``[postgres]`` extra) and is imported
+only when a ``postgresql://`` address is opened.
+"""
+
+from ..limits import BUSY_TIMEOUT_S
+
 # The address forms that name a PostgreSQL store; anything else is a SQLite path.
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -6,10 +15,9 @@ def open_engine(address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=Fals
     """The storage engine for an address: PostgreSQL for ``postgresql://``, else SQLite."""
     text = str(address)
     if text.startswith(POSTGRES_SCHEMES):
-        import kb_postgres  # only here: psycopg is the optional [postgres] extra
+        from .postgres import PostgresEngine  # only here: psycopg is the optional extra
 
-        return kb_postgres.PostgresEngine(text, create=create, timeout=timeout,
-                                          upgrading=upgrading)
-    import kb_sqlite
+        return PostgresEngine(text, create=create, timeout=timeout, upgrading=upgrading)
+    from .sqlite import SQLiteEngine
 
-    return kb_sqlite.SQLiteEngine(text, create=create, timeout=timeout, upgrading=upgrading)
+    return SQLiteEngine(text, create=create, timeout=timeout, upgrading=upgrading)

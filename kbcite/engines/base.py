@@ -1,10 +1,10 @@
 """What a storage engine of the knowledge-base store provides, and the SQL both engines share.
 
-``kb_store.KBStore`` holds the semantics (validation, the tools, versions, idempotency,
-events, ranking); an engine holds a connection and the store's atomic steps in SQL. The
+The store's concepts (``kbcite.edits``, ``kbcite.events``, ``kbcite.articles``, search)
+hold the semantics; an engine holds a connection and the store's atomic steps in SQL. The
 steps below are written once, with ``?`` placeholders, and run on either engine; each engine
-(``kb_sqlite``, ``kb_postgres``) adds its connection handling, its transactions and locks,
-its schema, and its full-text index.
+(``kbcite.engines.sqlite``, ``kbcite.engines.postgres``) adds its connection handling, its
+transactions and locks, its schema, and its full-text index.
 
 The interface, with the promise each part makes:
 
@@ -27,13 +27,19 @@ The interface, with the promise each part makes:
   transaction.
 """
 
+import contextlib
+
+from ..errors import NotAStore, StoreBusy, StoreDamaged, StoreFailed
+from ..limits import SCHEMA_VERSION
+
 # The columns every read of an article's full row selects, in one place.
 ARTICLE_COLUMNS = ("pk, article_id, title, content, published, version_us, updated_at, source, "
                    "import_version")
 
 KB_COLUMNS = "pk, kb_id, head_sequence, published_count, title_tokens, body_tokens"
 
-# What search keeps of an article, as ranking reads it (``kb_core.score``, ``SearchDoc.stored``).
+# What search keeps of an article, as ranking reads it (``search.ranking.score``,
+# ``SearchDoc.stored``).
 SEARCH_DOC_COLUMNS = ("pk", "title_terms", "title_len", "body_terms", "body_len")
 
 # Bearer tokens for the HTTP server, the same on every engine: only a SHA-256 of each is kept,
@@ -172,6 +178,10 @@ class Engine:
         """A knowledge base's row by ID, or None."""
         return self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ?" % KB_COLUMNS, (kb_id,))
 
+    def kb_by_pk(self, pk):
+        """A knowledge base's row by its pk."""
+        return self.row("SELECT %s FROM knowledge_bases WHERE pk = ?" % KB_COLUMNS, (pk,))
+
     def kb_list(self):
         """Every knowledge base with its counts, by ID."""
         return self.rows(
@@ -242,6 +252,11 @@ class Engine:
         return self.rows(
             "SELECT article_id, title, published, updated_at, length(content) AS chars, source "
             "FROM articles WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+
+    def published_texts(self, kb_pk):
+        """Every published article's pk, title and content, in creation order (to index anew)."""
+        return self.rows("SELECT pk, title, content FROM articles WHERE kb_pk = ? AND "
+                         "published = 1 ORDER BY pk", (kb_pk,))
 
     def article_hits(self, pks, chars):
         """Search hits' rows: the first ``chars`` characters of the content only."""
@@ -474,7 +489,7 @@ def check_version(where, version, upgrading):
     if version > SCHEMA_VERSION:
         raise NotAStore(
             "%s is a knowledge-base store of schema %d, newer than this program's %d; "
-            "install a newer kb-citations to open it" % (where, version, SCHEMA_VERSION),
+            "install a newer kbcite to open it" % (where, version, SCHEMA_VERSION),
             path=str(where), schema=version)
 
 

@@ -1,6 +1,6 @@
 """The PostgreSQL engine of the knowledge-base store: one database (or schema) many machines share.
 
-Needs psycopg 3, the ``[postgres]`` extra (``pip install 'kb-citations[postgres]'``); it is
+Needs psycopg 3, the ``[postgres]`` extra (``pip install 'kbcite[postgres]'``); it is
 imported only when a ``postgresql://`` address is opened. The address is any libpq URL,
 ``postgresql://user@host:5432/db`` or a Unix socket ``postgresql:///db?host=/run/postgresql``;
 a store lives in the first schema of the connection's ``search_path`` (``options=-csearch_path=X``
@@ -29,7 +29,7 @@ What gives each guarantee:
   ``store_failed``, retryable; the next call connects again.
 
 Full-text search: each published article's row in ``search_docs`` carries a ``tsvector`` of its
-tokens (the store's own, ``kb_core.tokens``, not a PostgreSQL dictionary, so the same words
+tokens (the store's own, ``search.text.tokens``, not a PostgreSQL dictionary, so the same words
 match as on SQLite) and one of its title's tokens, each under a GIN index. Every lexeme is
 prefixed with the knowledge base's key (``17:refund``), so one knowledge base's query never
 visits another's.
@@ -38,12 +38,12 @@ visits another's.
 import contextlib
 import re
 
-from kb_core import (
-    APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed,
-)
-from kb_engine import (
+from ..errors import NotAStore, StoreFailed
+from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
+from ..search.query import query_tree, render_query
+from .base import (
     KB_COLUMNS, SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
-    failed_error, query_tree, render_query,
+    failed_error,
 )
 
 try:
@@ -172,7 +172,7 @@ class PostgresEngine(Engine):
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         if psycopg is None:
             raise NotAStore("%s is a PostgreSQL address, and PostgreSQL stores need psycopg 3: "
-                            "pip install 'kb-citations[postgres]'" % _safe(address),
+                            "pip install 'kbcite[postgres]'" % _safe(address),
                             path=_safe(address))
         self.address = address
         self.timeout = timeout
@@ -447,7 +447,7 @@ def schema_address(base, name, fresh=False):
     """The address of store schema ``name`` in the database at ``base`` (made, or with
     ``fresh`` made anew and empty), for one database to hold several stores."""
     if psycopg is None:
-        raise NotAStore("PostgreSQL stores need psycopg 3: pip install 'kb-citations[postgres]'")
+        raise NotAStore("PostgreSQL stores need psycopg 3: pip install 'kbcite[postgres]'")
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
         raise ValueError("a schema name is lower-case letters, digits and _, got %r" % name)
     try:

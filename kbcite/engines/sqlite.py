@@ -4,7 +4,7 @@ Transactions: a write is ``BEGIN IMMEDIATE``, which takes the file's one write l
 so every writer of the file (not only of one knowledge base) takes turns and a knowledge
 base's event sequence commits in order; a read is ``BEGIN DEFERRED``, which in WAL mode
 reads one snapshot and never waits for a writer. The full-text index is one FTS5 table per
-knowledge base, contentless: it is fed the store's own tokens (``kb_core.tokens``), so it
+knowledge base, contentless: it is fed the store's own tokens (``search.text.tokens``), so it
 matches exactly what the PostgreSQL engine matches, and is told what to forget from the
 tokens ``search_docs`` keeps.
 """
@@ -16,10 +16,12 @@ import threading
 import time
 import urllib.request
 
-from kb_core import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION, NotAStore, StoreFailed
-from kb_engine import (
+from ..errors import NotAStore, StoreFailed
+from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
+from ..search.query import query_tree, render_query
+from .base import (
     SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
-    failed_error, query_tree, render_query,
+    failed_error,
 )
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is

@@ -1,3 +1,9 @@
+"""The boolean queries the full-text indexes answer: every term, or every term but one.
+
+Written once as a tree (``query_tree``) and rendered in each engine's syntax
+(``render_query``): FTS5's ``AND``/``OR`` on SQLite, tsquery's ``&``/``|`` on PostgreSQL.
+"""
+
 def query_tree(terms, spare=0):
     """The boolean query for articles holding every term but at most ``spare`` (0 or 1):
     a term, or ``("and" | "or", [subqueries])``.

@@ -1,4 +1,16 @@
-# -- search ---------------------------------------------------------------------------------
+"""BM25F ranking: what search keeps of an article, and the score of one article for a query.
+
+Nothing here touches a database: the engines store ``SearchDoc``'s text forms, and the tiers
+(``kbcite.search.tiers``) score the candidates the index finds.
+"""
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+
+from .text import tokens
+
 # BM25 per field (Robertson and Zaragoza's BM25F family, as Lucene and tantivy score fields):
 # each field's term frequency is saturated (K1) and normalised by that field's own length
 # against its own average (B), so a long body cannot drown a short exact title. The title's

@@ -1,3 +1,14 @@
+"""Snippets: about sixteen words of a hit around its densest cluster of query words, marked.
+
+The cost of a snippet is bounded by a window of the body (``SNIPPET_SCAN_CHARS``), not by the
+article's length; a store keeps recent snippets by article version (``SnippetCache``), since
+a version never changes its text.
+"""
+
+import unicodedata
+
+from .text import _word_pattern, tokens
+
 SNIPPET_WORDS = 16
 
 SNIPPET_MAX_MATCHES = 12
@@ -102,3 +113,25 @@ def make_snippet(text, terms, words=SNIPPET_WORDS):
     parts.append(text[cursor:end])
     piece = " ".join("".join(parts).split())
     return ("…" if start > 0 else "") + piece + ("…" if end < len(text) else "")
+
+
+class SnippetCache:
+    """Recent snippets, keyed by article version and query terms (a version never changes its
+    text), least recently used first out."""
+
+    def __init__(self, size=SNIPPET_CACHE_SIZE):
+        self.size = size
+        self._snippets = {}  # insertion-ordered: the first key is the least recently used
+
+    def get(self, row, terms, work):
+        """The snippet of one hit row (``pk``, ``updated_at``, ``content``); a snippet made
+        anew adds the characters it scanned to ``work["snippet_chars"]``."""
+        key = (row["pk"], row["updated_at"], tuple(terms))
+        snippet = self._snippets.pop(key, None)
+        if snippet is None:
+            snippet = make_snippet(row["content"], terms)
+            work["snippet_chars"] = work.get("snippet_chars", 0) + len(row["content"])
+            if len(self._snippets) >= self.size:
+                del self._snippets[next(iter(self._snippets))]
+        self._snippets[key] = snippet
+        return snippet

@@ -1,3 +1,14 @@
+"""Search's text rules: how titles, bodies and queries become tokens.
+
+One function, ``tokens``, cuts articles and queries alike: case folded, compatibility forms
+unified, Latin diacritics dropped (so "cafe" finds "Café"), the marks of other scripts kept as
+part of the word, Chinese and Japanese as overlapping character pairs. ``query_terms`` adds the
+query's rules: distinct tokens, common English function words dropped.
+"""
+
+import re
+import unicodedata
+
 # Words that match nearly every article: left in a query they add nothing to the ranking and
 # make every tier large, so they are dropped from queries (unless nothing else is left).
 STOPWORDS = frozenset("""
@@ -6,8 +17,6 @@ so than that the their then there these this to was we what when where which who
 with you your
 """.split())
 
-
-# -- text: tokens, query terms, ranking, snippets ----------------------------------------------
 
 # Latin, Greek and Cyrillic diacritics (the combining marks NFKD splits off): dropped, so that
 # "cafe" finds "Café". Marks of other scripts (Devanagari's vowel signs) are part of the word.

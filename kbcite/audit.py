@@ -1,0 +1,79 @@
+"""The audit: every invariant the store keeps, checked against the stored data.
+
+What the database's own check reports; for each knowledge base, a gapless event log, each
+published article's last event naming its version (a draft's, none but an unpublish), the
+published count, and the search statistics and both indexes matching the published articles.
+Each finding is one line naming the knowledge base; none means consistent.
+"""
+
+from .limits import EVENT_UNPUBLISHED
+from .search.ranking import SearchDoc, presence_totals
+
+
+def audit(db):
+    """Problems found in the stored data (an empty list when all is consistent)."""
+    with db.read():
+        problems = db.integrity_problems()
+        for kb in db.audit_kbs():
+            problems += audit_kb(db, kb)
+    return problems
+
+
+def audit_kb(db, kb):
+    """Problems of one knowledge base: its event log, its articles' last events, its counts,
+    its search statistics and indexes."""
+    name, problems = kb["kb_id"], []
+    head = kb["head_sequence"]
+    seqs = db.audit_sequences(kb["pk"])
+    if seqs != list(range(1, head + 1)):
+        missing = sorted(set(range(1, head + 1)) - set(seqs))
+        extra = [s for s in seqs if not 1 <= s <= head]
+        problems.append(
+            "knowledge base %r: event log damaged: head %d, missing sequence(s) %s%s"
+            % (name, head, ", ".join(map(str, missing[:10])) or "none",
+               "; beyond the head: %s" % ", ".join(map(str, extra[:10])) if extra else ""))
+    last = db.audit_last_events(kb["pk"])
+    published = []
+    for art in db.audit_articles(kb["pk"]):
+        ev = last.get(art["article_id"])
+        if art["published"]:
+            published.append(art["pk"])
+            if ev is None or ev["updated_at"] != art["updated_at"] or \
+                    ev["type"] == EVENT_UNPUBLISHED:
+                problems.append("article %r of %r: updated_at %s but last event %s"
+                                % (art["article_id"], name, art["updated_at"], ev))
+        elif ev is not None and ev["type"] != EVENT_UNPUBLISHED:
+            problems.append("draft %r of %r: last event is %s"
+                            % (art["article_id"], name, ev["type"]))
+    if kb["published_count"] != len(published):
+        problems.append("knowledge base %r: counts %d published, holds %d"
+                        % (name, kb["published_count"], len(published)))
+    docs, titles, terms = db.audit_search(kb["pk"])
+    if [d["pk"] for d in docs] != published:
+        problems.append("knowledge base %r: search statistics for %d articles, %d published"
+                        % (name, len(docs), len(published)))
+    parsed = [SearchDoc.stored(d) for d in docs]
+    # An article without a single word (a title of "!!!", a body of "...") has nothing
+    # in an index to find it by: the indexes hold the published articles that have words.
+    worded = [d["pk"] for d, doc in zip(docs, parsed) if doc.title_tokens or doc.body_counts]
+    indexed = db.indexed_pks(kb["pk"])
+    if indexed != worded:
+        problems.append("knowledge base %r: %d indexed, %d published with words to index"
+                        % (name, len(indexed), len(worded)))
+    titled = [d["pk"] for d, doc in zip(docs, parsed) if doc.title_tokens]
+    if db.title_indexed_pks(kb["pk"]) != titled:
+        problems.append("knowledge base %r: the index of titles differs from its articles' "
+                        "titles" % name)
+    if (sum(d.title_len for d in parsed), sum(d.body_len for d in parsed)) != \
+            (kb["title_tokens"], kb["body_tokens"]):
+        problems.append("knowledge base %r: token totals differ from its articles'" % name)
+    expected_titles = sorted((row["pk"], term, d.title_len)
+                             for row, d in zip(docs, parsed) for term in set(d.title_tokens))
+    if sorted((t["pk"], t["term"], t["title_len"]) for t in titles) != expected_titles:
+        problems.append("knowledge base %r: title terms differ from its articles'" % name)
+    expected_terms = presence_totals(parsed)
+    if terms != expected_terms:
+        wrong = sorted(set(terms.items()) ^ set(expected_terms.items()))[:3]
+        problems.append("knowledge base %r: term counts differ from its articles' (%s)"
+                        % (name, wrong))
+    return problems

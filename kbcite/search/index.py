@@ -1,0 +1,53 @@
+"""The index's upkeep: the search statistics kept in line with the published articles.
+
+Each function runs inside the caller's write transaction, beside the change it follows: a
+published article's tokens (``search_docs``), the full-text index, each term's article counts
+and the knowledge base's token totals (BM25's averages) move together or not at all.
+"""
+
+from .ranking import SearchDoc, presence_delta, presence_totals
+
+
+def reindex(db, kb, pk, was_published, title, content, published):
+    """Bring the search index in line with an article's new text and visibility."""
+    old = None
+    if was_published:
+        stored = db.search_doc(pk)
+        if stored is None:
+            raise db.damaged(kb, "search index")
+        old = SearchDoc.stored(stored)
+    new = SearchDoc.of(title, content) if published else None
+    if old is not None and new is not None:
+        db.search_doc_replace(kb["pk"], pk, old, new)
+        db.index_replace(kb["pk"], pk, old, new)
+    elif old is not None:
+        db.index_remove(kb["pk"], pk, old)
+        db.search_doc_delete(kb["pk"], pk, old)
+    elif new is not None:
+        db.search_docs_put(kb["pk"], [(pk, new)])
+        db.index_add(kb["pk"], [(pk, new)])
+    db.term_counts_add(kb["pk"], presence_delta(old, new))
+    db.kb_add_published(
+        kb["pk"], (new is not None) - (old is not None),
+        (new.title_len if new else 0) - (old.title_len if old else 0),
+        (new.body_len if new else 0) - (old.body_len if old else 0))
+
+
+def index_new(db, kb, docs):
+    """Index newly published ``(pk, SearchDoc)`` items at once: the index, the per-term
+    counts and the totals, each in one statement for all of them."""
+    db.search_docs_put(kb["pk"], docs)
+    db.index_add(kb["pk"], docs)
+    db.term_counts_add(kb["pk"], presence_totals(doc for _, doc in docs))
+    db.kb_add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),
+                        sum(d.body_len for _, d in docs))
+
+
+def index_all(db, kb):
+    """Index every published article of a knowledge base anew (an upgrade, a rebuild)."""
+    db.search_clear(kb["pk"])
+    docs = [(row["pk"], SearchDoc.of(row["title"], row["content"]))
+            for row in db.published_texts(kb["pk"])]
+    if docs:
+        index_new(db, kb, docs)
+    db.optimize(kb["pk"])

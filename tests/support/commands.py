@@ -1,0 +1,20 @@
+"""The project's commands as subprocesses: this checkout's package, whatever is installed."""
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def module_argv(module, *args):
+    """``python -m MODULE ARGS...`` with this interpreter."""
+    return [sys.executable, "-m", module] + [str(a) for a in args]
+
+
+def child_env(extra=None):
+    """The environment for a child process: this checkout first on its import path."""
+    env = dict(os.environ, **(extra or {}))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + (
+        [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
