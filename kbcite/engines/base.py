@@ -60,7 +60,6 @@ class Engine:
     """The shared SQL steps; a subclass supplies the connection, transactions and index."""
 
     name = "engine"
-    placeholder = "?"
     # More columns an engine keeps per search_docs row, as (column, placeholder), and their
     # values come from ``_search_doc_extra``: PostgreSQL's tsvectors.
     search_doc_extra = ()
@@ -112,8 +111,7 @@ class Engine:
 
     def index_replace(self, kb_pk, pk, old, new):
         """Replace an article's tokens in the full-text index (``old`` as stored when added)."""
-        self.index_remove(kb_pk, pk, old)
-        self.index_add(kb_pk, [(pk, new)])
+        raise NotImplementedError
 
     def match(self, kb_pk, queries, limit):
         """For each query ``(terms, title_only, spare)``: the article pks, lowest first,

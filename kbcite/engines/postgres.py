@@ -166,7 +166,6 @@ class PostgresEngine(Engine):
     """A store in a PostgreSQL database (the first schema of its search_path)."""
 
     name = "postgresql"
-    placeholder = "%s"
     search_doc_extra = (("tsv", "?::tsvector"), ("title_tsv", "?::tsvector"))
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
@@ -177,7 +176,6 @@ class PostgresEngine(Engine):
         self.address = address
         self.timeout = timeout
         self.memory = False
-        self.created = False
         self._sql = {}
         self._conn = None
         self._connect()
@@ -337,7 +335,7 @@ class PostgresEngine(Engine):
             self._conn.execute("INSERT INTO kb_meta (key, value) VALUES ('application_id', %s), "
                                "('schema_version', %s)", (str(APPLICATION_ID),
                                                           str(SCHEMA_VERSION)))
-        self.schema, self.created = SCHEMA_VERSION, True
+        self.schema = SCHEMA_VERSION
 
     def upgrade_schema(self):
         """Inside ``write()``: migrate the schema (PostgreSQL stores began at schema 2);

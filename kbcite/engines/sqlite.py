@@ -177,7 +177,6 @@ class SQLiteEngine(Engine):
         self.timeout = timeout
         self._interrupted = threading.Event()
         self.memory = self.path == ":memory:" or self.path.startswith("file::memory:")
-        self.created = False
         try:
             self._conn = sqlite3.connect(
                 self.path if self.memory else _uri(self.path, create), uri=not self.memory,
@@ -252,7 +251,7 @@ class SQLiteEngine(Engine):
                     self._conn.execute(statement)
             self._conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
             self._conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
-        self.schema, self.created = SCHEMA_VERSION, True
+        self.schema = SCHEMA_VERSION
 
     def upgrade_schema(self):
         """Inside ``write()``: migrate the schema; returns the knowledge-base pks to re-index."""

@@ -21,13 +21,6 @@ SNIPPET_SCAN_CHARS = 20000
 SNIPPET_CACHE_SIZE = 4096
 
 
-def _joins_word(ch):
-    """Whether ``ch`` continues a word (so a match beside it is only part of a word)."""
-    if ch < "\x80":
-        return ch.isalnum()
-    return ch.isalnum() or unicodedata.category(ch)[0] == "M"
-
-
 def _find_ascii(text, terms):
     """``(start, end, term)`` of whole-word, case-insensitive matches of ASCII ``terms``."""
     lowered, size, hits = text.lower(), len(text), []
@@ -36,7 +29,7 @@ def _find_ascii(text, terms):
         # A snippet shows one window; a dozen matches of a word are plenty to place it.
         while at >= 0 and found < SNIPPET_MAX_MATCHES:
             stop = at + len(term)
-            # ``_joins_word`` of an ASCII character, written out: this loop runs per match.
+            # A match is a whole word: no letter or digit joins it on either side.
             if ((at == 0 or not lowered[at - 1].isalnum())
                     and (stop == size or not lowered[stop].isalnum())):
                 hits.append((at, stop, term))
