@@ -8,12 +8,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# The modules under test live at the top of the checkout; `python bench/run.py` puts only
-# bench/ on sys.path.
+# The package lives at the top of the checkout; `python bench/run.py` puts only bench/ on
+# sys.path.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import sim  # noqa: E402  (after the path above)
+from kbcite.sim.report import markdown_table  # noqa: E402  (after the path above)
+from kbcite.testing import PostgresCluster, postgres_binaries  # noqa: E402
+
+# What a measurement depends on: a change there that is not committed makes the figures
+# belong to no commit, and code_version says so.
+MEASURED = ("kbcite", "kb_store.py", "sim.py", "bench")
 
 
 def store_address(engine, directory, name, postgres_url=None):
@@ -21,9 +26,9 @@ def store_address(engine, directory, name, postgres_url=None):
     schema named after ``name`` in the database at ``postgres_url``."""
     if engine == "sqlite":
         return os.path.join(directory, name + ".db")
-    import kb_postgres
+    from kbcite.engines.postgres import schema_address
 
-    return kb_postgres.schema_address(postgres_url, "bench_" + name, fresh=True)
+    return schema_address(postgres_url, "bench_" + name, fresh=True)
 
 
 def schema_of(address):
@@ -34,9 +39,9 @@ def schema_of(address):
 def drop_store(engine, address, postgres_url=None):
     """Remove a benchmark's PostgreSQL schema (files go with their temporary folder)."""
     if engine == "postgresql":
-        import kb_postgres
+        from kbcite.engines.postgres import drop_schema
 
-        kb_postgres.drop_schema(postgres_url, schema_of(address))
+        drop_schema(postgres_url, schema_of(address))
 
 
 def store_mb(engine, address, postgres_url=None):
@@ -115,9 +120,8 @@ def code_version():
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=str(ROOT),
                               capture_output=True, timeout=30)
-        status = subprocess.run(["git", "status", "--porcelain", "--", "kb_store.py", "sim.py",
-                                 "kb_server.py"], cwd=str(ROOT), capture_output=True,
-                                timeout=30)
+        status = subprocess.run(["git", "status", "--porcelain", "--"] + list(MEASURED),
+                                cwd=str(ROOT), capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     if head.returncode != 0:
@@ -127,15 +131,24 @@ def code_version():
 
 
 # The simulation's own tables, so every table in the README has one look.
-table = sim.markdown_table
-
-
-def ms(seconds):
-    """Seconds as milliseconds text with three significant figures or so."""
-    value = seconds * 1000.0
-    return "%.3f" % value if value < 10 else "%.1f" % value
+table = markdown_table
 
 
 def n(value):
     """An integer with thousands separators."""
     return "{:,}".format(value)
+
+def server_for(url=None):
+    """``(base URL, cleanup, None)`` of a PostgreSQL server to measure: ``url``, or a durable
+    throwaway cluster; ``(None, None, reason)`` where there is neither."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return None, None, "psycopg is not installed (pip install 'kbcite[postgres]')"
+    if url:
+        return url, lambda: None, None
+    binaries = postgres_binaries()
+    if binaries is None:
+        return None, None, "no initdb and pg_ctl here, and no --postgres URL was given"
+    cluster = PostgresCluster(*binaries, durable=True)
+    return cluster.url, cluster.remove, None

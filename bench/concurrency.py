@@ -24,7 +24,7 @@ import time
 
 import common
 import corpus
-import kb_store
+from kbcite import KBStore, VersionConflict
 
 KB = "bench"
 SEED = 20261108
@@ -38,7 +38,7 @@ def worker(path, kb, article_ids, name, seconds, barrier, results):
     rng = random.Random("%s-%d" % (name, SEED))
     granted = {kb}
     accepted, conflicts, attempts = [], 0, 0
-    with kb_store.KBStore(path) as store:
+    with KBStore(path) as store:
         barrier.wait()  # every process starts its clock together
         deadline = time.perf_counter() + seconds
         n = 0
@@ -57,7 +57,7 @@ def worker(path, kb, article_ids, name, seconds, barrier, results):
                         "content": current["content"] + "\n" + line,
                         "expected_version": current["updated_at"],
                         "idempotency_key": "%s-try%d" % (line, retry)}, granted=granted)
-                except kb_store.VersionConflict:
+                except VersionConflict:
                     conflicts += 1
                     continue
                 accepted.append((article_id, line, result["updated_at"],
@@ -73,7 +73,7 @@ def setup(path, kbs, articles, hot):
     """A store of knowledge bases ``kbs`` of ``articles`` published articles each; returns
     ``{kb: IDs of its hot articles}``."""
     hot_ids = {}
-    with kb_store.KBStore(path, create=True) as store:
+    with KBStore(path, create=True) as store:
         for kb in kbs:
             store.create_knowledge_base(kb)
             ids = store.create_articles(kb, corpus.articles(random.Random(SEED), articles))
@@ -84,7 +84,7 @@ def setup(path, kbs, articles, hot):
 def audit(path, kb, hot_ids, initial_head, accepted):
     """Problems in one knowledge base after a run (an empty list when nothing was lost)."""
     problems = []
-    with kb_store.KBStore(path) as store:
+    with KBStore(path) as store:
         head = store.head_sequence(kb)
         if head != initial_head + len(accepted):
             problems.append("%d events, expected %d initial + %d accepted"
@@ -129,7 +129,7 @@ def run_one(processes, seconds, articles=1000, hot=4, directory=None, engine="sq
         else:
             kbs = ["%s-%d" % (KB, i) for i in range(processes)]
             hot_ids = setup(path, kbs, SEPARATE_ARTICLES, hot)
-        with kb_store.KBStore(path) as store:
+        with KBStore(path) as store:
             initial = {kb: store.head_sequence(kb) for kb in hot_ids}
         # spawn: the same start method on every platform, and a fresh interpreter per writer.
         ctx = multiprocessing.get_context("spawn")
@@ -148,7 +148,7 @@ def run_one(processes, seconds, articles=1000, hot=4, directory=None, engine="sq
         accepted = [a for o in outcomes for a in o["accepted"]]
         attempts = sum(o["attempts"] for o in outcomes)
         conflicts = sum(o["conflicts"] for o in outcomes)
-        with kb_store.KBStore(path) as store:
+        with KBStore(path) as store:
             problems = store.audit()
         for kb in hot_ids:
             mine = [a for o in outcomes if o["kb"] == kb for a in o["accepted"]]

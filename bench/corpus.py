@@ -9,9 +9,10 @@ which gives the same sequence on every Python version.
 """
 
 import common  # noqa: F401  (puts the checkout on sys.path)
-import sim
+from kbcite.sim import model
+from kbcite.sim.plan import pick as sim_pick
 
-ACTIONS = sim.ACTIONS + (
+ACTIONS = model.ACTIONS + (
     "Rename", "Restrict", "Monitor", "Review", "Approve", "Assign", "Revoke", "Test",
     "Reconnect", "Refresh", "Limit", "Customize", "Download", "Print", "Translate", "Duplicate",
 )
@@ -22,7 +23,7 @@ QUALIFIERS = ("",) * 25 + (
     "encrypted", "temporary", "regional", "primary", "secondary", "overdue", "unverified",
     "external", "bulk",
 )
-SUBJECTS = sim.SUBJECTS + (
+SUBJECTS = model.SUBJECTS + (
     "user groups", "signup forms", "landing pages", "discount codes", "gift cards",
     "shipping labels", "return requests", "order histories", "product catalogs", "price lists",
     "inventory counts", "warehouse locations", "vendor profiles", "expense reports",
@@ -35,8 +36,8 @@ SUBJECTS = sim.SUBJECTS + (
     "call queues", "chatbot replies", "macros", "tags", "spam filters", "mail forwarding",
     "DNS records", "SSL certificates", "encryption keys",
 )
-AUDIENCES = sim.AUDIENCES + sim.SURFACES
-SURFACES = sim.SURFACES + ("in the Help menu", "in Account settings", "in Integrations",
+AUDIENCES = model.AUDIENCES + model.SURFACES
+SURFACES = model.SURFACES + ("in the Help menu", "in Account settings", "in Integrations",
                            "on the Home page")
 
 INTROS = (
@@ -95,7 +96,7 @@ WORDS_TARGET = 300
 
 def pick(seq, u):
     """The element of ``seq`` that a uniform ``u`` in [0, 1) selects."""
-    return sim.pick(seq, u)
+    return sim_pick(seq, u)
 
 
 def make_title(rng):
@@ -144,5 +145,5 @@ def articles(rng, count):
 
 
 def question(title):
-    """The query an agent sends for an article: its title's words, lower-cased, as sim.py's."""
+    """The query an agent sends for an article: its title's words, lower-cased (as the day does)."""
     return title.lower()

@@ -20,8 +20,8 @@ import time
 
 import common
 import corpus
-import kb_store
-import sim
+from kbcite import KBStore
+from kbcite.sim.plan import draw_kind
 
 KB = "load"
 SEED = 20261108
@@ -80,7 +80,7 @@ def client(port, token, name, calls, titles, out):
         return reply["result"]
 
     while n < calls:
-        kind = sim.draw_kind(MIX, rng.random())
+        kind = draw_kind(MIX, rng.random())
         if kind == "search":
             query = corpus.question(titles[int(rng.random() * len(titles))])
             tool("search", "search_knowledge_base", {"knowledge_base_id": KB, "query": query})
@@ -135,7 +135,7 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
     server = None
     try:
         rows = corpus.articles(random.Random(SEED), articles)
-        with kb_store.KBStore(address, create=True) as store:
+        with KBStore(address, create=True) as store:
             store.create_knowledge_base(KB)
             store.create_articles(KB, rows)
             token = store.create_token("load", [KB], "allow")
@@ -165,7 +165,7 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
         accepted = [a for o in out for a in o["accepted"]]
         errors = [e for o in out for e in o["errors"]]
         lost = 0
-        with kb_store.KBStore(address) as store:
+        with KBStore(address) as store:
             problems = store.audit()
             for article_id in {a for a, _ in accepted}:
                 lines = store.get_article(KB, article_id)["content"].split("\n")
@@ -228,14 +228,13 @@ if __name__ == "__main__":
                         "throwaway cluster)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
-    import pgcluster
 
     results = []
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     for engine in engines:
         url, cleanup = None, (lambda: None)
         if engine == "postgresql":
-            url, cleanup, why = pgcluster.server_for(args.postgres)
+            url, cleanup, why = common.server_for(args.postgres)
             if why:
                 print("PostgreSQL not measured: %s." % why)
                 continue

@@ -20,8 +20,9 @@ import time
 
 import common
 import corpus
-import kb_sqlite
-import kb_store
+from kbcite import KBStore
+from kbcite.engines.sqlite import fts_literal
+from kbcite.search.text import query_terms
 
 KB = "bench"
 SEED = 20261108
@@ -34,7 +35,7 @@ def build(path, count, seed=SEED):
     rng = random.Random(seed)
     articles = corpus.articles(rng, count)
     started = time.perf_counter()
-    with kb_store.KBStore(path, create=True) as store:
+    with KBStore(path, create=True) as store:
         store.create_knowledge_base(KB)
         # The bulk load: one transaction and one index segment for the lot.
         store.create_articles(KB, articles)
@@ -58,7 +59,7 @@ def measure(path, titles, searches, reads, edits, polls, seed=SEED):
     def article_id(index):
         return "art-%06d" % (index + 1)  # the store numbers a knowledge base's articles 1, 2, ...
 
-    with kb_store.KBStore(path) as store:
+    with KBStore(path) as store:
         call = store.call_tool
         for i in range(WARMUP + searches):
             index = min(int(rng.random() * count), count - 1)
@@ -108,8 +109,8 @@ def matches_per_query(path, titles, queries, seed=SEED):
             index = min(int(rng.random() * len(titles)), len(titles) - 1)
             if i < WARMUP:
                 continue
-            terms = kb_store.query_terms(corpus.question(titles[index]))
-            query = " OR ".join(kb_sqlite.fts_literal(term) for term in terms)
+            terms = query_terms(corpus.question(titles[index]))
+            query = " OR ".join(fts_literal(term) for term in terms)
             counts.append(conn.execute("SELECT count(*) FROM fts_%d WHERE fts_%d MATCH ?"
                                        % (pk, pk), (query,)).fetchone()[0])
     finally:

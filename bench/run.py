@@ -22,7 +22,6 @@ import time
 import common
 import concurrency
 import http_load
-import pgcluster
 import latency
 import scaling
 import search
@@ -205,7 +204,7 @@ def main(argv=None):
     cleanup, skipped, postgres_url = (lambda: None), None, None
     if "postgresql" in chosen["engines"] and set(args.only) & {"latency", "search",
                                                                "concurrency", "http"}:
-        postgres_url, cleanup, skipped = pgcluster.server_for(args.postgres)
+        postgres_url, cleanup, skipped = common.server_for(args.postgres)
         if skipped:
             cleanup = lambda: None  # noqa: E731  (nothing was started)
             chosen["engines"] = tuple(e for e in chosen["engines"] if e != "postgresql")

@@ -1,6 +1,6 @@
 """How checking old citations grows: re-read everything cited versus poll the event log.
 
-Runs the simulated day's Zipf run (``sim.run_part(seed, config, "zipf")``: the one with the
+Runs the simulated day's Zipf run (``run_part(seed, config, "zipf")``: the one with the
 hourly checks; the control and the edit runs add nothing here) at growing scales, starting
 from the article's 400 articles, 120 questions and 300 saves, and reports each strategy's
 calls and bytes of article text per hourly check. Re-reading costs one call per distinct cited
@@ -11,7 +11,8 @@ article that changed, so it grows with changes.
 import time
 
 import common
-import sim
+from kbcite.sim.model import Config
+from kbcite.sim.runner import run_part
 
 BASE = (400, 120, 300)  # articles, questions, saves: the article's day
 
@@ -19,13 +20,13 @@ BASE = (400, 120, 300)  # articles, questions, saves: the article's day
 def config_for(scale):
     """The day ``scale`` times the article's (at least 2 articles, 1 question)."""
     articles, questions, saves = (max(1, int(round(x * scale))) for x in BASE)
-    return sim.Config(articles=max(articles, 2), questions=questions, saves=saves)
+    return Config(articles=max(articles, 2), questions=questions, saves=saves)
 
 
 def measure(config, seed):
     """One Zipf day's checking cost per hourly check, as a row."""
     started = time.perf_counter()
-    result = sim.run_part(seed, config, "zipf")
+    result = run_part(seed, config, "zipf")
     seconds = time.perf_counter() - started
     if result["mismatches"]:
         raise AssertionError("the simulation's checks failed: %s" % result["mismatches"][:3])
@@ -47,11 +48,11 @@ def factor_configs(scale):
     base = config_for(scale)
     configs = []
     for m in (0.1, 1, 10):
-        configs.append(("questions x%g" % m, sim.Config(
+        configs.append(("questions x%g" % m, Config(
             articles=base.articles, questions=max(1, int(round(base.questions * m))),
             saves=base.saves)))
     for m in (0.1, 10):
-        configs.append(("saves x%g" % m, sim.Config(
+        configs.append(("saves x%g" % m, Config(
             articles=base.articles, questions=base.questions,
             saves=max(1, int(round(base.saves * m))))))
     return configs

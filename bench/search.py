@@ -26,7 +26,9 @@ import time
 
 import common
 import corpus
-import kb_store
+from kbcite import KBStore
+from kbcite.limits import CONTENT_MAX_BYTES
+from kbcite.search.text import STOPWORDS
 
 KB = "bench"
 SEED = 20261108
@@ -37,7 +39,7 @@ TANTIVY_TITLE_BOOST = 5.0
 
 def _words(query):
     """A query's words for the peers: what our store searches for, quoted for their syntax."""
-    return [w for w in re.findall(r"[a-z0-9]+", query) if w not in kb_store.kb_core.STOPWORDS]
+    return [w for w in re.findall(r"[a-z0-9]+", query) if w not in STOPWORDS]
 
 
 class Ours:
@@ -45,11 +47,11 @@ class Ours:
 
     def __init__(self, address, articles, engine):
         self.name = "ours (%s)" % engine
-        with kb_store.KBStore(address, create=True) as store:
+        with KBStore(address, create=True) as store:
             store.create_knowledge_base(KB)
             store.create_articles(KB, articles)
             store.optimize(KB)
-        self.store = kb_store.KBStore(address)
+        self.store = KBStore(address)
 
     def search(self, query):
         """Article IDs of the top hits."""
@@ -212,9 +214,9 @@ def planted(directory=None, searches=30):
     a two-word search for 20 hits, timed with the snippet cache emptied before each."""
     tmp = tempfile.mkdtemp(prefix="kb-bench-planted-", dir=directory)
     try:
-        with kb_store.KBStore(os.path.join(tmp, "planted.db"), create=True) as store:
+        with KBStore(os.path.join(tmp, "planted.db"), create=True) as store:
             store.create_knowledge_base(KB)
-            big = "alpha " * (kb_store.CONTENT_MAX_BYTES // 6 - 1)
+            big = "alpha " * (CONTENT_MAX_BYTES // 6 - 1)
             store.create_articles(KB, [("Big %d" % n, big) for n in range(20)])
             store.create_article(KB, "Small", "alpha beta")
             times = []

@@ -16,7 +16,9 @@ import json
 import sys
 
 import common
-import sim
+from kbcite.sim import model, runner
+from kbcite.sim.cli import file_error, parse_seeds
+from kbcite.sim.report import seed_text
 
 DEFAULT_SEEDS = "1-20"
 
@@ -35,7 +37,7 @@ HEADER = ["popularity", "questions from", "top hit is the question's own article
 
 def combinations():
     """Every (popularity, questions from) pair, the default first."""
-    return [(p, q) for p in sim.POPULARITY for q in sim.QUESTIONS_FROM]
+    return [(p, q) for p in model.POPULARITY for q in model.QUESTIONS_FROM]
 
 
 def figures(report):
@@ -72,8 +74,8 @@ def run(seeds, processes=None):
     """Every combination over ``seeds``; returns {"rows": [...]} with each one's figures."""
     rows = []
     for popularity, questions_from in combinations():
-        config = sim.Config(popularity=popularity, questions_from=questions_from)
-        report = sim.run(seeds, config, processes=processes)
+        config = model.Config(popularity=popularity, questions_from=questions_from)
+        report = runner.run(seeds, config, processes=processes)
         if report["check_mismatches"]:
             raise AssertionError("the simulation's checks failed: %s"
                                  % report["check_mismatches"][:3])
@@ -102,7 +104,7 @@ def render(result):
 def main(argv=None):
     """Run the four combinations and print the table; returns the exit status."""
     p = argparse.ArgumentParser(prog="bench/sensitivity.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=sim.parse_seeds, default=sim.parse_seeds(DEFAULT_SEEDS),
+    p.add_argument("--seeds", type=parse_seeds, default=parse_seeds(DEFAULT_SEEDS),
                    help="N, A-B or a comma list (default %s)" % DEFAULT_SEEDS)
     p.add_argument("--processes", type=int, default=None,
                    help="worker processes (default: one per core)")
@@ -110,12 +112,12 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.processes is not None and args.processes < 1:
         p.error("--processes must be at least 1, got %d" % args.processes)
-    problem = args.json and sim.file_error(args.json)
+    problem = args.json and file_error(args.json)
     if problem:
         p.error("--json: %s" % problem)
     result = run(args.seeds, args.processes)
     print("`python bench/sensitivity.py --seeds %s`: the Zipf day unless named, seeds summed.\n"
-          % sim.seed_text(args.seeds))
+          % seed_text(args.seeds))
     print(render(result))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

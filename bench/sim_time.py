@@ -36,17 +36,18 @@ def _children_cpu():
 
 
 def sqlite_share(sim_args=DEFAULT_ARGS):
-    """Profile one in-process run of ``sim.main(sim_args)``; returns SQLite's share of its CPU.
+    """Profile one in-process run of the simulation's ``main(sim_args)``; returns SQLite's
+    share of its CPU.
 
     SQLite's share is the time inside the ``sqlite3`` module's methods (``execute``,
     ``fetchall`` and the like, where the database engine runs) over the profile's total. The
     profiler slows the Python side more than the C side, so the share is a lower bound.
     """
-    import sim
+    from kbcite.sim.cli import main
 
     profile = cProfile.Profile()
     with contextlib.redirect_stdout(io.StringIO()):
-        status = profile.runcall(sim.main, list(sim_args) + ["--processes", "1"])
+        status = profile.runcall(main, list(sim_args) + ["--processes", "1"])
     if status != 0:
         raise RuntimeError("sim.py %s exited %d under the profiler" % (" ".join(sim_args), status))
     stats = pstats.Stats(profile)

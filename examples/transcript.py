@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A real session with the MCP server (kb_server.py), printed as the JSON-RPC lines that crossed its stdio.
+"""A real session with the MCP server (``kb-server``), printed as the JSON-RPC lines that crossed
+its stdio.
 
 Builds a small store in a temporary folder, starts the server the way an MCP client does, and
 walks through the citation workflow: handshake, search, read (keeping the citation), a
@@ -26,9 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-import kb_store  # noqa: E402
+from kbcite import KBStore  # noqa: E402
 
-SERVER = os.path.join(ROOT, "kb_server.py")
+# The server as a client starts it, from this checkout's package.
+SERVER = [sys.executable, "-m", "kbcite.server"]
 # A read that takes longer than this means the server hung: stop rather than wait forever.
 TIMEOUT_S = 15.0
 TWIN = "<structuredContent as JSON text>"
@@ -39,8 +41,10 @@ class Session:
 
     def __init__(self, argv, full):
         self.full = full
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [ROOT] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, env=env)
         self.inbox = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.last_id = 0
@@ -93,7 +97,7 @@ class Session:
 
 def make_store(path):
     """A knowledge base ``support`` with three published articles."""
-    with kb_store.KBStore(path, create=True) as store:
+    with KBStore(path, create=True) as store:
         store.create_knowledge_base("support", name="Customer support")
         article = store.create_article(
             "support", "Resetting your password",
@@ -110,7 +114,7 @@ def run(full):
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "kb.db")
         article = make_store(db)
-        argv = [sys.executable, SERVER, "--db", db, "--grant", "support", "--writes", "ask"]
+        argv = SERVER + ["--db", db, "--grant", "support", "--writes", "ask"]
         print("# server: kb-server --db kb.db --grant support --writes ask")
         s = Session(argv, full)
 
@@ -130,7 +134,7 @@ def run(full):
         cursor = cited["head_sequence"]
 
         s.say("Meanwhile a colleague saves the article in the app (not over MCP).")
-        with kb_store.KBStore(db) as store:
+        with KBStore(db) as store:
             store.save_article("support", article, content=cited["content"].replace(
                 "1 hour", "30 minutes"))
 

@@ -1,16 +1,98 @@
-"""A throwaway PostgreSQL cluster for the tests and the benchmarks.
+"""What tests of the store need, for this project's tests and benchmarks and for anyone else's.
 
-Started with the system's ``initdb`` and ``pg_ctl`` in a temporary folder, listening on a Unix
-socket there and on no TCP port, run as the ``postgres`` user when we are root (PostgreSQL
-refuses to run as root), and deleted when done.
+- ``FakeClock``: a store clock that stands still until moved (``KBStore(clock=...)``).
+- ``dump_file``: every table of a SQLite store file as comparable text, to show that a
+  refused call wrote nothing.
+- ``write_lock_held``: another process holding a SQLite store's write lock.
+- ``PostgresCluster``: a throwaway PostgreSQL cluster, started with the system's ``initdb``
+  and ``pg_ctl`` in a temporary folder, listening on a Unix socket there and on no TCP port,
+  run as the ``postgres`` user when we are root (PostgreSQL refuses to run as root), and
+  deleted when done.
 """
 
+import contextlib
 import glob
 import os
 import shutil
+import sqlite3
 import subprocess
+import sys
 import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from urllib.parse import quote
+
+# The day the simulation starts: the date the live tool list was fetched.
+START = datetime(2026, 11, 8, 9, 0, 0, tzinfo=timezone.utc)
+
+# Another process holding a store's write lock: BEGIN IMMEDIATE (SQLite's file lock), until
+# told to let go on its standard input.
+HOLD_WRITE_LOCK = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from kbcite.store import KBStore
+store = KBStore(sys.argv[1])
+store._db._conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+store._db._conn.execute("ROLLBACK")
+"""
+
+
+class FakeClock:
+    """A store clock that stands still until the test sets or advances it."""
+
+    def __init__(self, now=START):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, **delta):
+        """Move the clock by ``timedelta(**delta)`` (negative steps it back); returns the time."""
+        self.now += timedelta(**delta)
+        return self.now
+
+    def set(self, now):
+        """Put the clock at ``now`` (an aware datetime); returns it."""
+        self.now = now
+        return now
+
+
+def dump_file(path):
+    """Every table of the SQLite database file at ``path``, as SQL text, read through a
+    connection of its own."""
+    from .engines.sqlite import dump
+
+    conn = sqlite3.connect(str(path))
+    try:
+        return dump(conn)
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def write_lock_held(path):
+    """Another process holds the SQLite store's write lock until the block releases it (by
+    calling what it yields) or ends."""
+    root = str(Path(__file__).resolve().parent.parent)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(path), root],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    released = []
+
+    def release():
+        if not released:
+            released.append(True)
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+    try:
+        if holder.stdout.readline().strip() != "locked":
+            raise RuntimeError("the lock holder did not take the write lock")
+        yield release
+    finally:
+        release()
+        holder.stdin.close()
+        holder.wait(timeout=30)
 
 
 def postgres_binaries():
@@ -79,19 +161,3 @@ class PostgresCluster:
         """Stop the server and delete the cluster."""
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def server_for(url=None):
-    """``(base URL, cleanup, None)`` of a PostgreSQL server to measure: ``url``, or a durable
-    throwaway cluster; ``(None, None, reason)`` where there is neither."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        return None, None, "psycopg is not installed (pip install 'kb-citations[postgres]')"
-    if url:
-        return url, lambda: None, None
-    binaries = postgres_binaries()
-    if binaries is None:
-        return None, None, "no initdb and pg_ctl here, and no --postgres URL was given"
-    cluster = PostgresCluster(*binaries, durable=True)
-    return cluster.url, cluster.remove, None

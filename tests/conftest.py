@@ -8,50 +8,24 @@ PostgreSQL refuses root), on a Unix socket in a temporary folder; or of the serv
 and says why.
 """
 
-import contextlib
 import os
-import subprocess
 import sys
 import uuid
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-# The modules under test live at the top of the checkout; make them importable however
-# pytest is started (``pytest`` alone does not put the working directory on sys.path).
+# This checkout's package, however pytest is started (``pytest`` alone does not put the
+# working directory on sys.path, and an unpacked sdist must test its own copy).
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kbcite.store import KBStore  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "bench"))
-from pgcluster import PostgresCluster, postgres_binaries  # noqa: E402
-
-# The day the simulation starts: the date the live tool list was fetched.
-START = datetime(2026, 11, 8, 9, 0, 0, tzinfo=timezone.utc)
-
-
-class FakeClock:
-    """A store clock that stands still until the test sets or advances it."""
-
-    def __init__(self, now=START):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, **delta):
-        """Move the clock by ``timedelta(**delta)`` (negative steps it back); returns the time."""
-        self.now += timedelta(**delta)
-        return self.now
-
-    def set(self, now):
-        """Put the clock at ``now`` (an aware datetime); returns it."""
-        self.now = now
-        return now
+from kbcite.testing import (  # noqa: E402
+    FakeClock, PostgresCluster, postgres_binaries, write_lock_held,
+)
 
 
 @pytest.fixture
@@ -132,40 +106,6 @@ def file_store(db_path, clock):
     """A KBStore on the file ``db_path`` (WAL mode), driven by ``clock``."""
     with KBStore(db_path, clock=clock, create=True) as kb_store:
         yield kb_store
-
-
-# Another process holding a store's write lock: BEGIN IMMEDIATE (SQLite's file lock), until told.
-HOLD_WRITE_LOCK = """
-import sys
-sys.path.insert(0, sys.argv[2])
-from kbcite.store import KBStore
-store = KBStore(sys.argv[1])
-store._db._conn.execute("BEGIN IMMEDIATE")
-print("locked", flush=True)
-sys.stdin.readline()
-store._db._conn.execute("ROLLBACK")
-"""
-
-
-@contextlib.contextmanager
-def write_lock_held(path):
-    """Another process holds the SQLite store's write lock until the block releases it."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(path), str(ROOT)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    released = []
-
-    def release():
-        if not released:
-            released.append(True)
-            holder.stdin.write("\n")
-            holder.stdin.flush()
-    try:
-        assert holder.stdout.readline().strip() == "locked"
-        yield release
-    finally:
-        release()
-        holder.stdin.close()
-        holder.wait(timeout=30)
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ article's length; a store keeps recent snippets by article version (``SnippetCac
 a version never changes its text.
 """
 
-import unicodedata
-
 from .text import _word_pattern, tokens
 
 SNIPPET_WORDS = 16
