@@ -12,6 +12,17 @@ from .limits import EVENTS_LIMIT_DEFAULT
 from .validation import int_text
 
 
+def gap_error(kb, missing, head):
+    """The store_damaged error for an event log missing sequence ``missing`` below ``head``."""
+    return StoreDamaged(
+        "the event log of knowledge base %r is damaged: event %d is missing (the head is %d), "
+        "so a poll cannot go on from here. A retry will not help; the store's operator must "
+        "run the audit and restore from a backup. Re-read cited articles by ID meanwhile."
+        % (kb["kb_id"], missing, head),
+        knowledge_base_id=kb["kb_id"], missing_sequence=missing, head_sequence=head,
+        retryable=False)
+
+
 def append(db, kb, items):
     """Append events ``(type, article_id, updated_at)``, in order, in the caller's write
     transaction (under the knowledge base's lock); returns them as event dicts."""
@@ -64,14 +75,3 @@ def poll(ctx, args, granted):
         "has_more": cursor < head,
         "head_sequence": head,
     }
-
-
-def gap_error(kb, missing, head):
-    """The store_damaged error for an event log missing sequence ``missing`` below ``head``."""
-    return StoreDamaged(
-        "the event log of knowledge base %r is damaged: event %d is missing (the head is %d), "
-        "so a poll cannot go on from here. A retry will not help; the store's operator must "
-        "run the audit and restore from a backup. Re-read cited articles by ID meanwhile."
-        % (kb["kb_id"], missing, head),
-        knowledge_base_id=kb["kb_id"], missing_sequence=missing, head_sequence=head,
-        retryable=False)

@@ -118,6 +118,7 @@ def int_text(value):
 
 
 def json_type(value):
+    """The JSON name of a value's type, for an error message (``null``, ``string``, ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -134,6 +135,7 @@ def json_type(value):
 
 
 def check_content(content, argument="content"):
+    """Refuse content longer than ``CONTENT_MAX_BYTES`` of UTF-8."""
     size = len(content.encode("utf-8"))
     if size > CONTENT_MAX_BYTES:
         raise InvalidArgument(
@@ -150,6 +152,7 @@ def is_blank(text):
 
 
 def check_title(title, argument="title"):
+    """Refuse a title without a visible character."""
     if is_blank(title):
         raise InvalidArgument(
             "%s must not be blank: it needs a visible character, not only spaces, controls or "
@@ -157,6 +160,7 @@ def check_title(title, argument="title"):
 
 
 def check_people_string(value, argument, max_length):
+    """Refuse a people's-side argument that is not a non-empty string within ``max_length``."""
     if not isinstance(value, str):
         raise InvalidArgument("%s must be a string, got %s" % (argument, json_type(value)),
                               argument=argument)
@@ -169,6 +173,7 @@ def check_people_string(value, argument, max_length):
 
 
 def check_new_article(title, content, title_argument, content_argument):
+    """Refuse a new article's title or content, naming the argument as given."""
     check_people_string(title, title_argument, TITLE_MAX)
     check_title(title, title_argument)
     check_people_string(content, content_argument, None)
