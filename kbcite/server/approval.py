@@ -1,3 +1,22 @@
+"""The approval flow: an edit under ``--writes ask`` is put to a person before it is written.
+
+In a handshake session the server asks through ``elicitation/create`` and waits; in
+2026-07-28 it answers ``input_required`` with the question and a signed, expiring handle, and
+finishes when the client comes back with the answer and the handle (``ApprovalSigner``).
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+import unicodedata
+
+from ..errors import ToolError
+from ..validation import shown
+from .jsonrpc import INVALID_PARAMS, RpcError, to_json
+
 # Elicitation arrived in 2025-06-18: an older session has no way to ask the person anything.
 ELICITATION_SINCE = "2025-06-18"
 
@@ -11,15 +30,12 @@ WRITE_NOT_APPROVED = "write_not_approved"
 # The key of the one input request an approval makes (2026-07-28 inputRequests).
 APPROVAL_KEY = "approve"
 
-# How long an approval handle stays good, and how long a handshake session's question waits
-# for its person: long enough to read an edit, short enough that a forgotten one lapses.
+# How long an approval handle stays good: long enough to read an edit, short enough that a
+# forgotten one lapses (as long as a handshake session's question waits, ASK_TIMEOUT_S).
 APPROVAL_TTL_S = 600
-
-ASK_TIMEOUT_S = 600
 
 # The question shows at most this much of the new content and title.
 QUESTION_CONTENT_CHARS = 600
-
 QUESTION_TITLE_CHARS = 200
 
 # Characters an agent-chosen string must not use to rewrite what a person reads: controls,
@@ -28,7 +44,7 @@ _BIDI = {0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066,
          0x2068, 0x2069, 0x2028, 0x2029}
 
 
-class WriteNotApproved(kb_store.ToolError):
+class WriteNotApproved(ToolError):
     """An edit the person did not approve, or could not be asked about; nothing was written."""
 
     code = WRITE_NOT_APPROVED
@@ -109,7 +125,7 @@ def not_approved(action, where):
         text, reason = "The person dismissed the question, so the edit was not made.", "cancel"
     else:
         text = ("The client answered the approval question with %s, which is not accept, "
-                "decline or cancel, so the edit was not made." % kb_store.kb_core.shown(action))
+                "decline or cancel, so the edit was not made." % shown(action))
         reason = "invalid_answer"
     return WriteNotApproved("%s Nothing was written; do not retry it unless they ask." % text,
                             reason=reason, **where)

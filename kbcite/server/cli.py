@@ -1,32 +1,30 @@
-#!/usr/bin/env python3
-"""The MCP server of the knowledge-base store: stdio or Streamable HTTP, both protocol eras.
+"""The kb-server command line: parse the arguments, open the store, run one transport.
 
     kb-server --db PATH --grant KB [--grant KB ...] [--writes ask|allow|deny]   # stdio
     kb-server --db PATH --http 127.0.0.1:8765                                    # HTTP, /mcp
 
-Three layers, each ignorant of the one above it:
-
-1. **Transports** move whole JSON-RPC messages. ``StdioTransport`` reads and writes lines;
-   ``HttpTransport`` (standard library ``http.server``, a thread per connection) turns a POST
-   into a message and a JSON body or an event stream, and owns HTTP's concerns: the bearer
-   token, ``Origin`` and ``Host``, body caps, slow and idle clients, ``Mcp-Session-Id``, and
-   the 2026-07-28 routing headers checked against the body.
-2. **The protocol** (``Protocol``) judges each message: its era (an ``initialize`` handshake and
-   its session, revision 2025-11-25 and earlier; or the 2026-07-28 ``_meta`` of that very
-   request, nothing inferred from earlier ones), its method, and what the caller may do (the
-   knowledge bases and the write mode its token, or the command line, grants). An edit under
-   ``ask`` is put to a person: in a handshake session by a server-sent ``elicitation/create``;
-   in 2026-07-28 by an ``input_required`` result carrying the question and a signed, expiring
-   handle (HMAC over the tool, the exact arguments and the caller), so that any server sharing
-   the database and the signing secret can finish the edit.
-3. **The tools** are the store's ``call_tool``, the same for every transport and era, each
-   request on a store connection of its own from a bounded pool.
-
 stdout carries protocol messages only (stdio); everything else, logs included, goes to stderr.
 """
 
+import argparse
+import contextlib
+import io
+import logging
+import os
+import secrets
+import sys
 
-# -- the command line -------------------------------------------------------------------------
+from ..errors import ToolError
+from ..store import KBStore
+from ..tokens import WRITE_MODES
+from .approval import APPROVAL_TTL_S, ApprovalSigner
+from .http import (IDLE_TIMEOUT_S, MAX_BODY, MAX_CONNECTIONS, MCP_PATH, REQUEST_TIMEOUT_S,
+                   HttpTransport)
+from .pool import StorePool
+from .protocol import Principal, Protocol
+from .stdio import WORKERS, StdioTransport
+
+log = logging.getLogger(__name__)
 
 
 def build_parser():
@@ -113,12 +111,12 @@ def open_store(args):
     try:
         # Never create=True: a server opens a store that init made, and leaves any other file
         # exactly as it found it.
-        store = kb_store.KBStore(args.db)
-    except kb_store.ToolError as exc:
+        store = KBStore(args.db)
+    except ToolError as exc:
         sys.exit("kb-server: error: argument --db: %s" % exc.message)
     try:
         missing = [kb_id for kb_id in args.grant or () if not store.knowledge_base_exists(kb_id)]
-    except kb_store.ToolError as exc:
+    except ToolError as exc:
         store.close()
         sys.exit("kb-server: error: argument --db: %s" % exc.message)
     if missing:
@@ -216,7 +214,3 @@ def main(argv=None):
                 out.close()
     finally:
         pool.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,3 +1,29 @@
+"""The Streamable HTTP transport: one endpoint (``/mcp``), a thread per connection.
+
+A POST is one message in and a JSON body or an event stream out. This module owns HTTP's
+concerns and nothing of the protocol's: the bearer token, ``Origin`` and ``Host``, body caps,
+slow and idle clients, ``Mcp-Session-Id``, and the 2026-07-28 routing headers checked against
+the body.
+"""
+
+import base64
+import contextlib
+import http.server
+import ipaddress
+import json
+import logging
+import secrets
+import socket
+import socketserver
+import threading
+
+from .jsonrpc import (HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
+                      MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION, RpcError, classify,
+                      encode, error_response, id_if_any, id_key, to_json)
+from .pool import StorePool
+from .protocol import META_VERSION, SERVER_NAME, SERVER_VERSION, Context, Principal, answer
+from .session import Call, Cancelled, Session, cancel
+
 # Streamable HTTP defaults. A 1 MiB article JSON-escaped with \u sequences takes six bytes a
 # character: 8 MiB holds any valid edit, and refuses a flood.
 MCP_PATH = "/mcp"
@@ -18,12 +44,15 @@ MAX_CONNECTIONS = 64
 # the server would serve, and never less than this.
 LISTEN_BACKLOG = 128
 
-
-# -- Streamable HTTP --------------------------------------------------------------------------
-
+# The HTTP status of each error on the 2026-07-28 path (transports/streamable-http.mdx).
+ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
+                HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
+                METHOD_NOT_FOUND: 404}
 
 # The names a loopback server answers to: its own Host header and Origin, whichever is used.
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+log = logging.getLogger(__name__)
 
 
 class HttpRejected(Exception):
@@ -49,6 +78,7 @@ class HttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         http.server.HTTPServer.__init__(self, address, HttpHandler)
 
     def process_request(self, request, client_address):
+        """Serve a connection on a thread of its own, or refuse it with 503 when full."""
         if not self._slots.acquire(blocking=False):
             # Full: say so at once rather than queue a client behind a slow one.
             with contextlib.suppress(OSError):
@@ -59,6 +89,7 @@ class HttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         socketserver.ThreadingMixIn.process_request(self, request, client_address)
 
     def process_request_thread(self, request, client_address):
+        """The connection's thread; its slot is free again when it ends."""
         try:
             socketserver.ThreadingMixIn.process_request_thread(self, request, client_address)
         finally:

@@ -1,18 +1,19 @@
+"""JSON-RPC 2.0 framing, as MCP uses it: error codes, one message classified, encoded, answered.
+
+The bottom of the server: it knows messages, not transports, eras or tools.
+"""
+
+import json
+import math
+
 # JSON-RPC 2.0 error codes, and those MCP 2026-07-28 defines (basic/index.mdx, "Error Codes").
 PARSE_ERROR = -32700
-
 INVALID_REQUEST = -32600
-
 METHOD_NOT_FOUND = -32601
-
 INVALID_PARAMS = -32602
-
 INTERNAL_ERROR = -32603
-
 HEADER_MISMATCH = -32020
-
 MISSING_CAPABILITY = -32021
-
 UNSUPPORTED_VERSION = -32022
 
 
@@ -104,3 +105,22 @@ def error_response(request_id, error):
 def result_response(request_id, result):
     """A JSON-RPC result response."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+# -- what a tools/call result holds -----------------------------------------------------------
+
+
+def tool_result(structured):
+    """A successful CallToolResult: the result as structuredContent and as JSON text."""
+    return {"content": [{"type": "text", "text": to_json(structured)}],
+            "structuredContent": structured}
+
+
+def tool_error(error):
+    """A CallToolResult with isError for a tool error.
+
+    No structuredContent: clients validate it against the tool's outputSchema whenever it is
+    present, even on errors (the TypeScript SDK does), and an error object does not match.
+    """
+    return {"content": [{"type": "text", "text": to_json({"error": error.to_dict()})}],
+            "isError": True}

@@ -1,4 +1,14 @@
-# -- the store connections --------------------------------------------------------------------
+"""A bounded pool of store connections: each request borrows one for its store calls.
+
+One slow request (a lock wait, say) holds only its own connection; the bound is how many
+store calls run at once.
+"""
+
+import contextlib
+import queue
+import threading
+
+from ..store import KBStore
 
 
 class StorePool:
@@ -20,7 +30,7 @@ class StorePool:
             try:
                 store = self._idle.get_nowait()
             except queue.Empty:
-                store = kb_store.KBStore(self.address)
+                store = KBStore(self.address)
             try:
                 yield store
             finally:

@@ -1,32 +1,40 @@
-SERVER_NAME = "kb-server"
+"""The protocol, with no I/O: each request judged by its era and method, and answered.
 
-SERVER_VERSION = "0.2.0"
+The era is an ``initialize`` handshake and its session (2025-11-25 and earlier), or the
+2026-07-28 ``_meta`` of that very request, nothing inferred from earlier ones. The method
+tables say what each era serves; the caller's grants and write mode (its token's, or the
+command line's) say what it may do. Transports hand messages in and send back what comes out.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from .. import __version__
+from ..errors import ToolError
+from ..tools import TOOLS
+from .approval import (APPROVAL_KEY, ELICITATION_MODE_SINCE, ELICITATION_SINCE, WriteNotApproved,
+                       approval_request, client_supports_form_elicitation, not_approved)
+from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
+                      MISSING_CAPABILITY, UNSUPPORTED_VERSION, RpcError, error_response,
+                      result_response, tool_error, tool_result)
+from .session import ASK_TIMEOUT_S, Call, Cancelled, Session
+
+SERVER_NAME = "kb-server"
+SERVER_VERSION = __version__
 
 # Protocol revisions. Handshake (legacy) versions, newest first: a client asking initialize for
 # a version we do not speak is answered with the first. The modern one is per request.
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-
 MODERN_VERSIONS = ("2026-07-28",)
-
 SUPPORTED_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
-
 LATEST_LEGACY = LEGACY_VERSIONS[0]
 
 # The 2026-07-28 per-request _meta keys (basic/index.mdx, "Per-request protocol fields").
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-
 META_CLIENT = "io.modelcontextprotocol/clientInfo"
-
 META_SERVER = "io.modelcontextprotocol/serverInfo"
-
-# The HTTP status of each error on the 2026-07-28 path (transports/streamable-http.mdx).
-ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
-                HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
-                METHOD_NOT_FOUND: 404}
-
-WRITE_MODES = kb_store.WRITE_MODES
 
 EDIT_TOOL = "edit_knowledge_article"
 
@@ -45,11 +53,7 @@ INSTRUCTIONS = (
     "saw, instead of re-reading everything you cited. Every edit may need a person's approval."
 )
 
-log = logging.getLogger("kb_server")
-
-
-class Cancelled(Exception):
-    """The client cancelled the request: no response is sent for it."""
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,22 +63,6 @@ class Principal:
     name: str
     grants: frozenset
     writes: str
-
-
-def tool_result(structured):
-    """A successful CallToolResult: the result as structuredContent and as JSON text."""
-    return {"content": [{"type": "text", "text": to_json(structured)}],
-            "structuredContent": structured}
-
-
-def tool_error(error):
-    """A CallToolResult with isError for a tool error.
-
-    No structuredContent: clients validate it against the tool's outputSchema whenever it is
-    present, even on errors (the TypeScript SDK does), and an error object does not match.
-    """
-    return {"content": [{"type": "text", "text": to_json({"error": error.to_dict()})}],
-            "isError": True}
 
 
 # -- the protocol -----------------------------------------------------------------------------
@@ -181,6 +169,7 @@ class Protocol:
     # -- methods -------------------------------------------------------------------------------
 
     def _initialize(self, params, ctx):
+        """initialize: the handshake that makes a session's era and capabilities."""
         session = ctx.session
         if session is None:
             raise RpcError(INVALID_REQUEST, "Invalid Request: initialize needs a session")
@@ -217,7 +206,7 @@ class Protocol:
     @staticmethod
     def tools_for(principal):
         """The tools a caller sees: the edit tool only where its writes are not denied."""
-        return [t for t in kb_store.TOOLS
+        return [t for t in TOOLS
                 if not (principal.writes == "deny" and t["name"] == EDIT_TOOL)]
 
     def _list_tools(self, params, ctx):
@@ -247,7 +236,7 @@ class Protocol:
             if name == EDIT_TOOL and ctx.principal.writes == "ask":
                 return self._edit_with_approval(name, arguments, params, ctx)
             return tool_result(self._run(name, arguments, ctx))
-        except kb_store.ToolError as err:
+        except ToolError as err:
             # Reported to the model as a result with isError, never as a JSON-RPC error: the
             # spec wants errors that arise in the tool where the model can see and act on them.
             # The store turns every failure of a call (its database's included) into one.
@@ -255,6 +244,7 @@ class Protocol:
             return tool_error(err)
 
     def _run(self, name, arguments, ctx):
+        """The tool's structured result, on a borrowed store the client's cancel can stop."""
         call = ctx.call
         with self.pool.borrow() as store:
             store.clear_interrupt()

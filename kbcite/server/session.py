@@ -1,3 +1,29 @@
+"""A client's requests in flight, once for both transports: their IDs, cancellation, the
+questions put to the client, and the notifications that act on them.
+
+A ``Session`` is what a handshake (2025-11-25 and earlier) negotiated: one per process on
+stdio, one per ``Mcp-Session-Id`` over HTTP. A 2026-07-28 request has no session; its
+``Call`` lives as long as the request.
+"""
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .jsonrpc import id_key, is_request_id
+
+# How long a handshake session's question waits for its person: long enough to read an edit,
+# short enough that a forgotten one lapses (as long as an approval handle stays good).
+ASK_TIMEOUT_S = 600
+
+log = logging.getLogger(__name__)
+
+
+class Cancelled(Exception):
+    """The client cancelled the request: no response is sent for it."""
+
+
 @dataclass
 class Call:
     """One request in flight: its ID, whether the client has cancelled it, and how to stop

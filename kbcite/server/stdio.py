@@ -1,7 +1,24 @@
+"""The stdio transport: one client, one JSON-RPC message a line on stdin and on stdout.
+
+Tool calls run on worker threads and are answered as they finish; everything else is answered
+at once, in order. stdout carries protocol messages only.
+"""
+
+import json
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from .jsonrpc import (INVALID_REQUEST, PARSE_ERROR, RpcError, classify, encode, error_response,
+                      id_if_any, id_key, to_json)
+from .protocol import Context, answer
+from .session import Call, Cancelled, Session, cancel
+
+# Tool calls at once (--workers): a worker thread each on stdio, and a store connection each
+# in the pool whatever the transport.
 WORKERS = 8
 
-
-# -- stdio ------------------------------------------------------------------------------------
+log = logging.getLogger(__name__)
 
 
 class StdioTransport:
