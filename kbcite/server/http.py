@@ -19,10 +19,10 @@ import threading
 
 from .jsonrpc import (HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
                       MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION, RpcError, classify,
-                      encode, error_response, id_if_any, id_key, to_json)
+                      encode, error_response, id_if_any)
 from .pool import StorePool
 from .protocol import META_VERSION, SERVER_NAME, SERVER_VERSION, Context, Principal, answer
-from .session import Call, Cancelled, Session, cancel
+from .session import Call, Cancelled, Session
 
 # Streamable HTTP defaults. A 1 MiB article JSON-escaped with \u sequences takes six bytes a
 # character: 8 MiB holds any valid edit, and refuses a flood.
@@ -200,12 +200,7 @@ class HttpTransport:
         """DELETE: the session ends; questions it waits on end unanswered."""
         with self.sessions_lock:
             self.sessions.pop(session.id, None)
-        session.closed = True
-        with session.lock:
-            for call in session.calls.values():
-                call.cancel()
-            for ask in session.asks.values():
-                ask.answered.set()
+        session.close()
 
 
 def _is_loopback(host):
@@ -390,12 +385,8 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
         """202 for any notification; a handshake session's are acted on."""
         session_id = self.headers.get("Mcp-Session-Id")
         if session_id is not None:
-            session = self.transport.session_for(session_id, principal)
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
-            if message["method"] == "notifications/initialized":
-                session.initialized = True
-            elif message["method"] == "notifications/cancelled":
-                cancel(session, params)
+            # Params that are not an object are read as none here (stdio ignores them).
+            self.transport.session_for(session_id, principal).notify(message, strict=False)
         self.reply(202)
 
     def on_response(self, message, principal):
@@ -427,15 +418,13 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
                     "session's %s" % (version, session.protocol_version))))
         else:
             self.check_routing_headers(message)
-        call = Call(message["id"])
-        key = id_key(message["id"])
-        if session is not None:
-            with session.lock:
-                if key in session.calls:
-                    return self.reply(400, error_response(message["id"], RpcError(
-                        INVALID_REQUEST, "Invalid Request: request id %s is already in use in "
-                        "this session; use a new id" % to_json(message["id"]))))
-                session.calls[key] = call
+        if session is None:
+            call = Call(message["id"])  # 2026-07-28: the request is all there is
+        else:
+            try:
+                call = session.begin(message)
+            except RpcError as exc:
+                return self.reply(400, error_response(message["id"], exc))
         stream = Stream(self, headers)
         ctx = Context(principal=principal, call=call, session=session,
                       ask=lambda params: stream.ask(session, call, params))
@@ -443,8 +432,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             response = answer(protocol, message, ctx)
         finally:
             if session is not None:
-                with session.lock:
-                    session.calls.pop(key, None)
+                session.end(call)
         if response is None:  # cancelled: no response for it
             return stream.end()
         if method == "initialize" and "error" in response:

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .jsonrpc import id_key, is_request_id
+from .jsonrpc import INVALID_REQUEST, RpcError, id_key, is_request_id, to_json
 
 # How long a handshake session's question waits for its person: long enough to read an edit,
 # short enough that a forgotten one lapses (as long as an approval handle stays good).
@@ -66,6 +66,70 @@ class Session:
         self._asked = 0
         self.closed = False
 
+    def begin(self, message):
+        """The Call for a request now in flight; RpcError if its ID is already in flight."""
+        key = id_key(message["id"])
+        with self.lock:
+            if key not in self.calls:
+                call = self.calls[key] = Call(message["id"])
+                return call
+        # A stdio session is the whole process and has no ID; an HTTP session is named. Each
+        # words the refusal as it always has.
+        where = "by a request in flight" if self.id is None else "in this session"
+        raise RpcError(INVALID_REQUEST, "Invalid Request: request id %s is already in use %s; "
+                       "use a new id" % (to_json(message["id"]), where))
+
+    def end(self, call):
+        """The call is answered (or cancelled): its ID is free again."""
+        with self.lock:
+            self.calls.pop(id_key(call.request_id), None)
+
+    def notify(self, message, strict=True):
+        """Act on a client's notification: initialized, or cancelled; any other is ignored.
+
+        Params that are not an object: stdio (``strict``) ignores the notification, HTTP reads
+        it as having none, as each always has.
+        """
+        method, params = message["method"], message.get("params")
+        if params is not None and not isinstance(params, dict):
+            if strict:
+                log.info("ignored %s with params that are not an object", method)
+                return
+            params = None
+        if method == "notifications/initialized":
+            self.initialized = True
+        elif method == "notifications/cancelled":
+            self.cancel(params or {})
+        else:
+            log.debug("ignored notification %s", method)
+
+    def cancel(self, params):
+        """Mark a request cancelled (notifications/cancelled); a question it waits on ends."""
+        target = params.get("requestId")
+        if not is_request_id(target):
+            return
+        with self.lock:
+            call = self.calls.get(id_key(target))
+            asks = [a for a in self.asks.values() if a.call is call]
+        if call is None:
+            # Everything else has finished: nothing left to stop.
+            log.debug("ignored cancellation of %.80r: not in progress", target)
+            return
+        call.cancel()
+        log.info("request %r cancelled by the client (%s); no response will be sent", target,
+                 params.get("reason", "no reason given"))
+        for ask in asks:
+            ask.answered.set()
+
+    def close(self):
+        """The session ends: its calls are cancelled, its questions end unanswered."""
+        self.closed = True
+        with self.lock:
+            for call in self.calls.values():
+                call.cancel()
+            for ask in self.asks.values():
+                ask.answered.set()
+
     def next_ask_id(self):
         """A fresh ID for a request of ours (never reused within the session)."""
         with self.lock:
@@ -98,22 +162,3 @@ class Session:
         ask.reply = message
         ask.answered.set()
         return True
-
-
-def cancel(session, params):
-    """Mark a request cancelled (notifications/cancelled); a question it waits on ends."""
-    target = params.get("requestId")
-    if not is_request_id(target):
-        return
-    with session.lock:
-        call = session.calls.get(id_key(target))
-        asks = [a for a in session.asks.values() if a.call is call]
-    if call is None:
-        # Everything else has finished: nothing left to stop.
-        log.debug("ignored cancellation of %.80r: not in progress", target)
-        return
-    call.cancel()
-    log.info("request %r cancelled by the client (%s); no response will be sent", target,
-             params.get("reason", "no reason given"))
-    for ask in asks:
-        ask.answered.set()

@@ -9,10 +9,9 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from .jsonrpc import (INVALID_REQUEST, PARSE_ERROR, RpcError, classify, encode, error_response,
-                      id_if_any, id_key, to_json)
+from .jsonrpc import PARSE_ERROR, RpcError, classify, encode, error_response, id_if_any
 from .protocol import Context, answer
-from .session import Call, Cancelled, Session, cancel
+from .session import Cancelled, Session
 
 # Tool calls at once (--workers): a worker thread each on stdio, and a store connection each
 # in the pool whatever the transport.
@@ -83,32 +82,24 @@ class StdioTransport:
             self._on_request(message)
 
     def _on_request(self, message):
-        key = id_key(message["id"])
         session = self.session
-        with session.lock:
-            if key in session.calls:
-                duplicate = True
-            else:
-                duplicate = False
-                call = session.calls[key] = Call(message["id"])
-        if duplicate:
-            self.send(error_response(message["id"], RpcError(
-                INVALID_REQUEST, "Invalid Request: request id %s is already in use by a request "
-                "in flight; use a new id" % to_json(message["id"]))))
+        try:
+            call = session.begin(message)
+        except RpcError as exc:
+            self.send(error_response(message["id"], exc))
             return
         ctx = Context(principal=session.principal, call=call, session=session,
                       ask=lambda params: self._ask(call, params))
         if message["method"] == "tools/call":
-            self.workers.submit(self._work, message, ctx, key)
+            self.workers.submit(self._work, message, ctx)
         else:
             # Everything else touches no store and never waits: answered at once, in order,
             # whatever the workers are waiting for.
-            self._work(message, ctx, key)
+            self._work(message, ctx)
 
-    def _work(self, message, ctx, key):
+    def _work(self, message, ctx):
         response = answer(self.protocol, message, ctx)
-        with self.session.lock:
-            self.session.calls.pop(key, None)
+        self.session.end(ctx.call)
         if response is not None and not ctx.call.cancelled.is_set():
             self.send(response)
 
@@ -129,14 +120,4 @@ class StdioTransport:
             log.info("ignored a response to unknown request %.80r", message.get("id"))
 
     def _on_notification(self, message):
-        params = message.get("params")
-        if params is not None and not isinstance(params, dict):
-            log.info("ignored %s with params that are not an object", message["method"])
-            return
-        params = params or {}
-        if message["method"] == "notifications/initialized":
-            self.session.initialized = True
-        elif message["method"] == "notifications/cancelled":
-            cancel(self.session, params)
-        else:
-            log.debug("ignored notification %s", message["method"])
+        self.session.notify(message)
