@@ -3,19 +3,23 @@
 In a handshake session the server asks through ``elicitation/create`` and waits; in
 2026-07-28 it answers ``input_required`` with the question and a signed, expiring handle, and
 finishes when the client comes back with the answer and the handle (``ApprovalSigner``).
+``Approvals`` runs both; the protocol hands it every such edit.
 """
 
 import base64
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import time
 import unicodedata
 
 from ..errors import ToolError
 from ..validation import shown
-from .jsonrpc import INVALID_PARAMS, RpcError, to_json
+from .jsonrpc import (INVALID_PARAMS, MISSING_CAPABILITY, RpcError, to_json, tool_error,
+                      tool_result)
+from .session import ASK_TIMEOUT_S
 
 # Elicitation arrived in 2025-06-18: an older session has no way to ask the person anything.
 ELICITATION_SINCE = "2025-06-18"
@@ -42,6 +46,8 @@ QUESTION_TITLE_CHARS = 200
 # bidirectional overrides and isolates, line and paragraph separators.
 _BIDI = {0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067,
          0x2068, 0x2069, 0x2028, 0x2029}
+
+log = logging.getLogger(__name__)
 
 
 class WriteNotApproved(ToolError):
@@ -202,3 +208,113 @@ def _unb64(text):
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (ValueError, TypeError) as exc:
         raise ValueError(str(exc)) from None
+
+
+# -- the flow, both eras ------------------------------------------------------------------------
+
+
+class Approvals:
+    """Puts each edit under ``ask`` to a person, then makes it or says why not.
+
+    ``run(name, arguments, ctx)`` is the protocol's tool call, made once the person accepts;
+    ``pool`` lends the store that previews the edit.
+    """
+
+    def __init__(self, signer, pool, run):
+        self.signer = signer
+        self.pool = pool
+        self.run = run
+
+    def edit(self, name, arguments, params, ctx):
+        """The edit under ``ask``: checks and replays first, then the person, then the write."""
+        if ctx.modern and "requestState" in params:
+            return self._finish(name, arguments, params, ctx)
+        # Validation, the version check and replay detection all happen before asking:
+        # nobody is asked about an edit that would fail, or one already made.
+        preview = self._preview(arguments, ctx)
+        if preview["replay"]:
+            log.info("%s: replay of an edit already made; not asking again", name)
+            return tool_result(preview["result"])
+        where = {"knowledge_base_id": preview["knowledge_base_id"],
+                 "article_id": preview["article_id"]}
+        if ctx.modern:
+            if not client_supports_form_elicitation(ctx.client_capabilities):
+                raise RpcError(MISSING_CAPABILITY, "Server requires the elicitation capability "
+                               "(form mode) for this request: this caller's edits need a "
+                               "person's approval", {"requiredCapabilities": {
+                                   "elicitation": {"form": {}}}})
+            return self._input_required(preview, name, arguments, ctx)
+        self._ask_in_session(preview, where, ctx)
+        return tool_result(self.run(name, arguments, ctx))
+
+    def _finish(self, name, arguments, params, ctx):
+        """A 2026-07-28 retry carrying the person's answer and the handle it was asked with."""
+        self.signer.check(params["requestState"], ctx.principal.name, name, arguments)
+        responses = params.get("inputResponses")
+        answer = responses.get(APPROVAL_KEY) if isinstance(responses, dict) else None
+        if not isinstance(answer, dict):
+            # The answer is missing: ask again rather than fail (mrtr.mdx, "Error Handling").
+            preview = self._preview(arguments, ctx)
+            if preview["replay"]:
+                return tool_result(preview["result"])
+            return self._input_required(preview, name, arguments, ctx)
+        action = answer.get("action")
+        if action != "accept":
+            return tool_error(not_approved(action, {
+                "knowledge_base_id": arguments.get("knowledge_base_id"),
+                "article_id": arguments.get("article_id")}))
+        log.info("edit of %s/%s approved (signed handle)", arguments.get("knowledge_base_id"),
+                 arguments.get("article_id"))
+        return tool_result(self.run(name, arguments, ctx))
+
+    def _input_required(self, preview, name, arguments, ctx):
+        """2026-07-28: the question for the person, and a signed handle to come back with."""
+        return {"resultType": "input_required",
+                "inputRequests": {APPROVAL_KEY: {
+                    "method": "elicitation/create",
+                    "params": approval_request(preview, with_mode=True)}},
+                "requestState": self.signer.issue(ctx.principal.name, name, arguments)}
+
+    def _ask_in_session(self, preview, where, ctx):
+        """Ask the person through elicitation/create; returns if they accept."""
+        session = ctx.session
+        why_not = None
+        if session.protocol_version < ELICITATION_SINCE:
+            why_not = ("this client speaks MCP %s, which has no elicitation"
+                       % session.protocol_version)
+        elif not client_supports_form_elicitation(session.client_capabilities):
+            why_not = "this client did not declare the elicitation capability (form mode)"
+        elif not session.initialized:
+            why_not = "the client has not sent notifications/initialized yet"
+        if why_not:
+            raise WriteNotApproved(
+                "Edits need a person's approval: this caller's writes are set to ask (--writes "
+                "ask, or a token made with it), and the server asks through MCP elicitation "
+                "(form mode), but %s. Nothing was written. "
+                "To let this agent edit without asking, give it --writes allow (or a token "
+                "made with --writes allow); to refuse all edits, --writes deny." % why_not,
+                reason="cannot_ask", **where)
+        reply = ctx.ask(approval_request(
+            preview, with_mode=session.protocol_version >= ELICITATION_MODE_SINCE))
+        if reply is None:
+            raise WriteNotApproved("The person gave no answer (the client went away, or took "
+                                   "longer than %d s). Nothing was written." % ASK_TIMEOUT_S,
+                                   reason="no_answer", **where)
+        if "error" in reply:
+            error = reply["error"] if isinstance(reply["error"], dict) else {}
+            raise WriteNotApproved(
+                "The client could not ask the person (error %s: %s). Nothing was written."
+                % (error.get("code"), error.get("message")), reason="elicitation_error",
+                **where)
+        result = reply.get("result")
+        action = result.get("action") if isinstance(result, dict) else None
+        if action != "accept":
+            log.info("edit of %s/%s not approved: %r", where["knowledge_base_id"],
+                     where["article_id"], action)
+            raise not_approved(action, where)
+        log.info("edit of %s/%s approved", where["knowledge_base_id"], where["article_id"])
+
+    def _preview(self, arguments, ctx):
+        """What the edit would do, checked (arguments, version, replay); nothing written."""
+        with self.pool.borrow() as store:
+            return store.preview_edit(arguments, granted=ctx.principal.grants)

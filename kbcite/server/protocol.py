@@ -13,12 +13,11 @@ from typing import Any, Dict, Optional
 from .. import __version__
 from ..errors import ToolError
 from ..tools import TOOLS
-from .approval import (APPROVAL_KEY, ELICITATION_MODE_SINCE, ELICITATION_SINCE, WriteNotApproved,
-                       approval_request, client_supports_form_elicitation, not_approved)
+from .approval import Approvals, client_supports_form_elicitation
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-                      MISSING_CAPABILITY, UNSUPPORTED_VERSION, RpcError, error_response,
-                      result_response, tool_error, tool_result)
-from .session import ASK_TIMEOUT_S, Call, Cancelled, Session
+                      UNSUPPORTED_VERSION, RpcError, error_response, result_response,
+                      tool_error, tool_result)
+from .session import Call, Cancelled, Session
 
 SERVER_NAME = "kb-server"
 SERVER_VERSION = __version__
@@ -80,13 +79,22 @@ class Context:
     modern: bool = False
     meta: Dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def client_capabilities(self):
+        """What the client declared it can do: this request's _meta (2026-07-28), or the
+        session's initialize."""
+        if self.modern:
+            return self.meta.get(META_CAPABILITIES)
+        return self.session.client_capabilities if self.session is not None else None
+
 
 class Protocol:
     """Judges each message by its era and method, and runs tools for the caller it names."""
 
     def __init__(self, pool, signer):
         self.pool = pool
-        self.signer = signer
+        # An edit under ``ask`` goes to the approval flow, which makes it through _run.
+        self.approvals = Approvals(signer, pool, self._run)
         self.server_info = {"name": SERVER_NAME, "title": "Knowledge base",
                             "version": SERVER_VERSION}
 
@@ -234,7 +242,7 @@ class Protocol:
             raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
         try:
             if name == EDIT_TOOL and ctx.principal.writes == "ask":
-                return self._edit_with_approval(name, arguments, params, ctx)
+                return self.approvals.edit(name, arguments, params, ctx)
             return tool_result(self._run(name, arguments, ctx))
         except ToolError as err:
             # Reported to the model as a result with isError, never as a JSON-RPC error: the
@@ -255,99 +263,6 @@ class Protocol:
                 return store.call_tool(name, arguments, granted=ctx.principal.grants)
             finally:
                 call.interrupt = None
-
-    def _preview(self, arguments, ctx):
-        with self.pool.borrow() as store:
-            return store.preview_edit(arguments, granted=ctx.principal.grants)
-
-    def _edit_with_approval(self, name, arguments, params, ctx):
-        """The edit under ``ask``: checks and replays first, then the person, then the write."""
-        if ctx.modern and "requestState" in params:
-            return self._finish_approval(name, arguments, params, ctx)
-        # Validation, the version check and replay detection all happen before asking:
-        # nobody is asked about an edit that would fail, or one already made.
-        preview = self._preview(arguments, ctx)
-        if preview["replay"]:
-            log.info("%s: replay of an edit already made; not asking again", name)
-            return tool_result(preview["result"])
-        where = {"knowledge_base_id": preview["knowledge_base_id"],
-                 "article_id": preview["article_id"]}
-        if ctx.modern:
-            if not client_supports_form_elicitation(ctx.meta.get(META_CAPABILITIES)):
-                raise RpcError(MISSING_CAPABILITY, "Server requires the elicitation capability "
-                               "(form mode) for this request: this caller's edits need a "
-                               "person's approval", {"requiredCapabilities": {
-                                   "elicitation": {"form": {}}}})
-            return self._input_required(preview, name, arguments, ctx)
-        self._ask_in_session(preview, where, ctx)
-        return tool_result(self._run(name, arguments, ctx))
-
-    def _finish_approval(self, name, arguments, params, ctx):
-        """A 2026-07-28 retry carrying the person's answer and the handle it was asked with."""
-        self.signer.check(params["requestState"], ctx.principal.name, name, arguments)
-        responses = params.get("inputResponses")
-        answer = responses.get(APPROVAL_KEY) if isinstance(responses, dict) else None
-        if not isinstance(answer, dict):
-            # The answer is missing: ask again rather than fail (mrtr.mdx, "Error Handling").
-            preview = self._preview(arguments, ctx)
-            if preview["replay"]:
-                return tool_result(preview["result"])
-            return self._input_required(preview, name, arguments, ctx)
-        action = answer.get("action")
-        if action != "accept":
-            return tool_error(not_approved(action, {
-                "knowledge_base_id": arguments.get("knowledge_base_id"),
-                "article_id": arguments.get("article_id")}))
-        log.info("edit of %s/%s approved (signed handle)", arguments.get("knowledge_base_id"),
-                 arguments.get("article_id"))
-        return tool_result(self._run(name, arguments, ctx))
-
-    def _input_required(self, preview, name, arguments, ctx):
-        """2026-07-28: the question for the person, and a signed handle to come back with."""
-        return {"resultType": "input_required",
-                "inputRequests": {APPROVAL_KEY: {
-                    "method": "elicitation/create",
-                    "params": approval_request(preview, with_mode=True)}},
-                "requestState": self.signer.issue(ctx.principal.name, name, arguments)}
-
-    def _ask_in_session(self, preview, where, ctx):
-        """Ask the person through elicitation/create; returns if they accept."""
-        session = ctx.session
-        why_not = None
-        if session.protocol_version < ELICITATION_SINCE:
-            why_not = ("this client speaks MCP %s, which has no elicitation"
-                       % session.protocol_version)
-        elif not client_supports_form_elicitation(session.client_capabilities):
-            why_not = "this client did not declare the elicitation capability (form mode)"
-        elif not session.initialized:
-            why_not = "the client has not sent notifications/initialized yet"
-        if why_not:
-            raise WriteNotApproved(
-                "Edits need a person's approval: this caller's writes are set to ask (--writes "
-                "ask, or a token made with it), and the server asks through MCP elicitation "
-                "(form mode), but %s. Nothing was written. "
-                "To let this agent edit without asking, give it --writes allow (or a token "
-                "made with --writes allow); to refuse all edits, --writes deny." % why_not,
-                reason="cannot_ask", **where)
-        reply = ctx.ask(approval_request(
-            preview, with_mode=session.protocol_version >= ELICITATION_MODE_SINCE))
-        if reply is None:
-            raise WriteNotApproved("The person gave no answer (the client went away, or took "
-                                   "longer than %d s). Nothing was written." % ASK_TIMEOUT_S,
-                                   reason="no_answer", **where)
-        if "error" in reply:
-            error = reply["error"] if isinstance(reply["error"], dict) else {}
-            raise WriteNotApproved(
-                "The client could not ask the person (error %s: %s). Nothing was written."
-                % (error.get("code"), error.get("message")), reason="elicitation_error",
-                **where)
-        result = reply.get("result")
-        action = result.get("action") if isinstance(result, dict) else None
-        if action != "accept":
-            log.info("edit of %s/%s not approved: %r", where["knowledge_base_id"],
-                     where["article_id"], action)
-            raise not_approved(action, where)
-        log.info("edit of %s/%s approved", where["knowledge_base_id"], where["article_id"])
 
 
 def answer(protocol, message, ctx):
