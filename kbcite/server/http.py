@@ -27,15 +27,12 @@ from .session import Call, Cancelled, Session
 # Streamable HTTP defaults. A 1 MiB article JSON-escaped with \u sequences takes six bytes a
 # character: 8 MiB holds any valid edit, and refuses a flood.
 MCP_PATH = "/mcp"
-
 MAX_BODY = 8 * 1024 * 1024
 
 # A request must arrive whole within this (a client trickling a byte a second is cut off), and
 # an open connection waits this long for its next request.
 REQUEST_TIMEOUT_S = 30.0
-
 IDLE_TIMEOUT_S = 60.0
-
 MAX_CONNECTIONS = 64
 
 # Connections the kernel queues before the server accepts them. socketserver's 5 overflows
@@ -63,6 +60,11 @@ class HttpRejected(Exception):
         self.status = status
         self.body = body
         self.headers = headers or {}
+
+
+def refusal(message, code=INVALID_REQUEST, request_id=None):
+    """The JSON-RPC error body of a refused request: clients read the reason there."""
+    return error_response(request_id, RpcError(code, message))
 
 
 class HttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -138,13 +140,11 @@ class HttpTransport:
         (transports, "Security Warning": validate Origin, bind to localhost)."""
         origin = headers.get("Origin")
         if origin is not None and origin not in self.allowed_origins:
-            raise HttpRejected(403, error_response(None, RpcError(
-                INVALID_REQUEST, "Forbidden: Origin %.100s is not allowed (kb-server "
-                "--allow-origin adds one)" % origin)))
+            raise HttpRejected(403, refusal("Forbidden: Origin %.100s is not allowed (kb-server "
+                                            "--allow-origin adds one)" % origin))
         if self.allowed_hosts is not None and headers.get("Host") not in self.allowed_hosts:
-            raise HttpRejected(421, error_response(None, RpcError(
-                INVALID_REQUEST, "Misdirected Request: Host %.100s is not this server's "
-                "loopback address" % headers.get("Host"))))
+            raise HttpRejected(421, refusal("Misdirected Request: Host %.100s is not this "
+                                            "server's loopback address" % headers.get("Host")))
 
     def authenticate(self, headers):
         """The caller a bearer token names; 401 with WWW-Authenticate: Bearer otherwise."""
@@ -154,15 +154,15 @@ class HttpTransport:
         if self.authorization_server:
             challenge += ', resource_metadata="%s"' % self.metadata_url(headers)
         if scheme.lower() != "bearer" or not token.strip():
-            raise HttpRejected(401, error_response(None, RpcError(
-                INVALID_REQUEST, "Unauthorized: send Authorization: Bearer TOKEN (kb token "
-                "create makes one)")), {"WWW-Authenticate": challenge})
+            raise HttpRejected(401, refusal("Unauthorized: send Authorization: Bearer TOKEN (kb "
+                                            "token create makes one)"),
+                               {"WWW-Authenticate": challenge})
         with self.auth_pool.borrow() as store:
             found = store.token_principal(token.strip())
         if found is None:
-            raise HttpRejected(401, error_response(None, RpcError(
-                INVALID_REQUEST, "Unauthorized: the token is not valid (unknown or revoked)")),
-                {"WWW-Authenticate": challenge + ', error="invalid_token"'})
+            raise HttpRejected(401, refusal("Unauthorized: the token is not valid (unknown or "
+                                            "revoked)"),
+                               {"WWW-Authenticate": challenge + ', error="invalid_token"'})
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
     def metadata_url(self, headers):
@@ -191,9 +191,8 @@ class HttpTransport:
             session = self.sessions.get(session_id)
         # Another caller's session looks exactly like none: sessions are not authentication.
         if session is None or session.closed or session.principal.name != principal.name:
-            raise HttpRejected(404, error_response(None, RpcError(
-                INVALID_REQUEST, "Session not found: it ended, or never was; send initialize "
-                "for a new one")))
+            raise HttpRejected(404, refusal("Session not found: it ended, or never was; send "
+                                            "initialize for a new one"))
         return session
 
     def end_session(self, session):
@@ -232,13 +231,15 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def setup(self):
+        """The connection's transport, and its idle timeout on the socket."""
         self.transport = self.server.transport
         self.timeout = self.transport.idle_timeout
         http.server.BaseHTTPRequestHandler.setup(self)
 
     def handle_one_request(self):
-        # A request must arrive whole within the request timeout: a client that trickles
-        # its headers or body is cut off, whatever the socket's idle timeout allows.
+        """One request, cut off unless it arrives whole within the request timeout."""
+        # A client that trickles its headers or body is cut off, whatever the socket's idle
+        # timeout allows; serve() says when the request has been read.
         self._read_done = False
         watchdog = threading.Timer(self.transport.request_timeout, self._too_slow)
         watchdog.daemon = True
@@ -257,6 +258,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
 
     def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        """The base class's access log, at debug level."""
         log.debug("%s %s", self.client_address[0], format % args)
 
     # -- replies -----------------------------------------------------------------------------
@@ -282,104 +284,112 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
 
     # -- methods -----------------------------------------------------------------------------
 
+    def serve(self, respond, read=None):
+        """Read the request (``read``: its checks, then its body; None when the headers were
+        all of it), then ``respond`` with what was read; a rejection from either is answered."""
+        try:
+            try:
+                request = read() if read is not None else ()
+            finally:
+                # Read whole, or refused before its body: nothing more will be read, and the
+                # watchdog stands down. Every method comes through here.
+                self._read_done = True
+            respond(*request)
+        except HttpRejected as exc:
+            self.reject(exc)
+
     def do_GET(self):
         """No server-to-client stream: 405 (the metadata document excepted)."""
-        self._read_done = True
-        try:
-            self.transport.check_origin_and_host(self.headers)
-        except HttpRejected as exc:
-            return self.reject(exc)
-        if self.path.startswith("/.well-known/oauth-protected-resource") and \
-                self.transport.authorization_server:
-            return self.reply(200, self.transport.metadata(self.headers))
-        if self.path.split("?")[0] != MCP_PATH:
-            return self.reply(404, error_response(None, RpcError(
-                INVALID_REQUEST, "Not found: the MCP endpoint is %s" % MCP_PATH)))
-        self.reply(405, error_response(None, RpcError(
-            INVALID_REQUEST, "Method not allowed: this server opens no stream on GET; POST "
-            "requests to %s" % MCP_PATH)), {"Allow": "POST, DELETE"})
+        self.serve(self.get)
 
     def do_PUT(self):
         """Not an MCP method."""
-        self._read_done = True
-        self.close_connection = True
-        self.reply(405, error_response(None, RpcError(INVALID_REQUEST, "Method not allowed")),
-                   {"Allow": "POST, DELETE", "Connection": "close"})
+        self.serve(self.put)
 
     do_PATCH = do_PUT
 
     def do_DELETE(self):
         """End a handshake session (transports, "Session Management")."""
-        self._read_done = True
+        self.serve(self.delete)
+
+    def do_POST(self):
+        """One JSON-RPC message in, its answer out."""
+        self.serve(self.post, read=self.read_post)
+
+    def get(self):
+        """GET: the metadata document, or 405 (and 404 off the endpoint)."""
+        self.transport.check_origin_and_host(self.headers)
+        if self.path.startswith("/.well-known/oauth-protected-resource") and \
+                self.transport.authorization_server:
+            return self.reply(200, self.transport.metadata(self.headers))
+        if self.path.split("?")[0] != MCP_PATH:
+            return self.reply(404, refusal("Not found: the MCP endpoint is %s" % MCP_PATH))
+        self.reply(405, refusal("Method not allowed: this server opens no stream on GET; POST "
+                                "requests to %s" % MCP_PATH), {"Allow": "POST, DELETE"})
+
+    def put(self):
+        """PUT and PATCH: 405, and the connection closes."""
+        raise HttpRejected(405, refusal("Method not allowed"), {"Allow": "POST, DELETE"})
+
+    def delete(self):
+        """DELETE: the caller's session named by Mcp-Session-Id ends; 204."""
         transport = self.transport
-        try:
-            transport.check_origin_and_host(self.headers)
-            principal = transport.authenticate(self.headers)
-            session_id = self.headers.get("Mcp-Session-Id")
-            if session_id is None:
-                raise HttpRejected(405, error_response(None, RpcError(
-                    INVALID_REQUEST, "Method not allowed: DELETE ends a session; this request "
-                    "names none")), {"Allow": "POST, DELETE"})
-            session = transport.session_for(session_id, principal)
-        except HttpRejected as exc:
-            return self.reject(exc)
+        transport.check_origin_and_host(self.headers)
+        principal = transport.authenticate(self.headers)
+        session_id = self.headers.get("Mcp-Session-Id")
+        if session_id is None:
+            raise HttpRejected(405, refusal("Method not allowed: DELETE ends a session; this "
+                                            "request names none"), {"Allow": "POST, DELETE"})
+        session = transport.session_for(session_id, principal)
         transport.end_session(session)
         log.info("session %s ended by its client", session.id)
         self.reply(204)
 
-    def do_POST(self):
-        """One JSON-RPC message in, its answer out."""
+    def read_post(self):
+        """A POST's checks in order (endpoint, Origin and Host, token), then its body:
+        ``(principal, body bytes)``."""
         transport = self.transport
-        try:
-            if self.path.split("?")[0] != MCP_PATH:
-                raise HttpRejected(404, error_response(None, RpcError(
-                    INVALID_REQUEST, "Not found: the MCP endpoint is %s" % MCP_PATH)))
-            transport.check_origin_and_host(self.headers)
-            principal = transport.authenticate(self.headers)
-            message = self.read_message()
-        except HttpRejected as exc:
-            self._read_done = True
-            return self.reject(exc)
-        kind, error = classify(message)
-        if error is not None:
-            return self.reply(400, error_response(id_if_any(message), error))
-        try:
-            if kind == "request":
-                self.on_request(message, principal)
-            elif kind == "notification":
-                self.on_notification(message, principal)
-            else:
-                self.on_response(message, principal)
-        except HttpRejected as exc:
-            self.reject(exc)
+        if self.path.split("?")[0] != MCP_PATH:
+            raise HttpRejected(404, refusal("Not found: the MCP endpoint is %s" % MCP_PATH))
+        transport.check_origin_and_host(self.headers)
+        principal = transport.authenticate(self.headers)
+        return principal, self.read_body()
 
-    def read_message(self):
-        """The body as one decoded JSON value: size-capped, in time, or an HttpRejected."""
+    def read_body(self):
+        """The body's bytes: JSON by its Content-Type, size-capped, whole; or an HttpRejected."""
         content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if content_type != "application/json":
-            raise HttpRejected(415, error_response(None, RpcError(
-                INVALID_REQUEST, "Unsupported Media Type: send Content-Type: application/json")))
+            raise HttpRejected(415, refusal("Unsupported Media Type: send Content-Type: "
+                                            "application/json"))
         length = self.headers.get("Content-Length")
         if length is None or not length.isdigit():
-            raise HttpRejected(411, error_response(None, RpcError(
-                INVALID_REQUEST, "Length Required: send Content-Length")))
+            raise HttpRejected(411, refusal("Length Required: send Content-Length"))
         if int(length) > self.transport.max_body:
-            raise HttpRejected(413, error_response(None, RpcError(
-                INVALID_REQUEST, "Payload Too Large: at most %d bytes a request"
-                % self.transport.max_body)))
+            raise HttpRejected(413, refusal("Payload Too Large: at most %d bytes a request"
+                                            % self.transport.max_body))
         try:
             raw = self.rfile.read(int(length))
         except OSError:
             raw = b""
-        self._read_done = True
         if len(raw) != int(length):
-            raise HttpRejected(400, error_response(None, RpcError(
-                PARSE_ERROR, "Parse error: the body ended early")))
+            raise HttpRejected(400, refusal("Parse error: the body ended early", PARSE_ERROR))
+        return raw
+
+    def post(self, principal, raw):
+        """The body decoded as one message, then routed by its kind."""
         try:
-            return json.loads(raw.decode("utf-8"))
+            message = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise HttpRejected(400, error_response(None, RpcError(
-                PARSE_ERROR, "Parse error: %s" % exc))) from None
+            raise HttpRejected(400, refusal("Parse error: %s" % exc, PARSE_ERROR)) from None
+        kind, error = classify(message)
+        if error is not None:
+            return self.reply(400, error_response(id_if_any(message), error))
+        if kind == "request":
+            self.on_request(message, principal)
+        elif kind == "notification":
+            self.on_notification(message, principal)
+        else:
+            self.on_response(message, principal)
 
     def on_notification(self, message, principal):
         """202 for any notification; a handshake session's are acted on."""
@@ -393,9 +403,8 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
         """A client's answer to our question (elicitation/create): 202."""
         session_id = self.headers.get("Mcp-Session-Id")
         if session_id is None:
-            raise HttpRejected(400, error_response(None, RpcError(
-                INVALID_REQUEST, "Invalid Request: a response belongs to a session; this POST "
-                "names none")))
+            raise HttpRejected(400, refusal("Invalid Request: a response belongs to a session; "
+                                            "this POST names none"))
         self.transport.session_for(session_id, principal).deliver(message)
         self.reply(202)
 
@@ -413,9 +422,9 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             session = transport.session_for(self.headers.get("Mcp-Session-Id"), principal)
             version = self.headers.get("MCP-Protocol-Version")
             if version is not None and version != session.protocol_version:
-                raise HttpRejected(400, error_response(message["id"], RpcError(
-                    INVALID_REQUEST, "Bad Request: MCP-Protocol-Version %.40s is not this "
-                    "session's %s" % (version, session.protocol_version))))
+                raise HttpRejected(400, refusal(
+                    "Bad Request: MCP-Protocol-Version %.40s is not this session's %s"
+                    % (version, session.protocol_version), request_id=message["id"]))
         else:
             self.check_routing_headers(message)
         if session is None:
@@ -471,8 +480,8 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             elif decode_name_header(name) != body_name:
                 problems.append("Mcp-Name %.60s is not the body's %.60s" % (name, body_name))
         if problems:
-            raise HttpRejected(400, error_response(message["id"], RpcError(
-                HEADER_MISMATCH, "Header mismatch: %s" % "; ".join(problems))))
+            raise HttpRejected(400, refusal("Header mismatch: %s" % "; ".join(problems),
+                                            HEADER_MISMATCH, message["id"]))
 
 
 class Stream:
