@@ -244,7 +244,6 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
         watchdog = threading.Timer(self.transport.request_timeout, self._too_slow)
         watchdog.daemon = True
         watchdog.start()
-        self._watchdog = watchdog
         try:
             http.server.BaseHTTPRequestHandler.handle_one_request(self)
         finally:

@@ -16,10 +16,8 @@ class StorePool:
 
     def __init__(self, address, size):
         self.address = address
-        self.size = size
+        # Connections are made on first need and kept; the most recently used is lent first.
         self._idle = queue.LifoQueue()
-        self._made = 0
-        self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(size)
 
     @contextlib.contextmanager

@@ -32,7 +32,6 @@ LATEST_LEGACY = LEGACY_VERSIONS[0]
 # The 2026-07-28 per-request _meta keys (basic/index.mdx, "Per-request protocol fields").
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
 
 EDIT_TOOL = "edit_knowledge_article"
