@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-import kb_server
 import kb_store
+from kbcite.server.http import MAX_CONNECTIONS, Stream
+from kbcite.server.session import Call, Cancelled, Session
 from test_server import EDIT, ROOT, make_db
 from test_store import dump as store_dump
 
@@ -28,9 +29,9 @@ class Server:
 
     def __init__(self, db, *extra):
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "kb_server.py"), "--db", str(db), "--http",
+            [sys.executable, "-m", "kbcite.server", "--db", str(db), "--http",
              "127.0.0.1:0"] + list(extra), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
         self.log = []
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:
@@ -403,7 +404,7 @@ def test_clients_connecting_all_at_once_are_all_served(kb, server):
     # A team's agents starting together: as many connections at once as the server serves
     # by default, each with one request. A listen queue of 5 reset about half of them.
     s = server()
-    count = kb_server.MAX_CONNECTIONS
+    count = MAX_CONNECTIONS
     barrier = threading.Barrier(count)
     statuses = []
 
@@ -445,14 +446,14 @@ def test_a_question_the_stream_cannot_carry_is_not_waited_for():
         def end_headers(self):
             pass
 
-    session = kb_server.Session(principal=None, session_id="s")
-    call = kb_server.Call("r1")
+    session = Session(principal=None, session_id="s")
+    call = Call("r1")
     outcome = []
 
     def ask():
         try:
-            kb_server.Stream(Handler(), {}).ask(session, call, {"message": "Approve?"})
-        except kb_server.Cancelled:
+            Stream(Handler(), {}).ask(session, call, {"message": "Approve?"})
+        except Cancelled:
             outcome.append("cancelled")
 
     worker = threading.Thread(target=ask, daemon=True)

@@ -42,7 +42,7 @@ def kb(tmp_path):
 
 def stdio_params(kb, *extra):
     return StdioServerParameters(command=sys.executable, args=[
-        str(ROOT / "kb_server.py"), "--db", str(kb.path), "--grant", "support"] + list(extra),
+        "-m", "kbcite.server", "--db", str(kb.path), "--grant", "support"] + list(extra),
         cwd=str(ROOT))
 
 

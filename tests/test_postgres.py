@@ -40,9 +40,9 @@ def server_read(url, *options):
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "read_knowledge_article",
             "arguments": {"knowledge_base_id": KB, "article_id": "art-000001"}}}]) + "\n"
-    done = subprocess.run([sys.executable, str(ROOT / "kb_server.py"), "--db", url,
+    done = subprocess.run([sys.executable, "-m", "kbcite.server", "--db", url,
                            "--grant", KB] + list(options), input=requests,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=str(ROOT))
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[1])["result"]["structuredContent"]
 

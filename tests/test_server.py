@@ -1,4 +1,4 @@
-"""kb_server.py as a client sees it: a subprocess spoken to in raw JSON-RPC lines."""
+"""kb-server as a client sees it: a subprocess spoken to in raw JSON-RPC lines."""
 
 import json
 import queue
@@ -15,7 +15,8 @@ import pytest
 import kb_store  # importable through conftest.py
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "kb_server.py"
+# The server as `python -m kbcite.server` runs it, from the repository root.
+SERVER = ["-m", "kbcite.server"]
 # Every read waits at most this long, so a hung server fails its test instead of the suite.
 TIMEOUT = 15.0
 LATEST = "2025-11-25"
@@ -83,11 +84,11 @@ def check_schema(value, schema, path="$"):
 
 
 class Client:
-    """A raw JSON-RPC client driving one ``kb_server.py`` subprocess."""
+    """A raw JSON-RPC client driving one ``python -m kbcite.server`` subprocess."""
 
     def __init__(self, db, grants=("support",), writes=None, argv=None):
         if argv is None:
-            argv = [str(SERVER), "--db", str(db)]
+            argv = SERVER + ["--db", str(db)]
             for kb_id in grants:
                 argv += ["--grant", kb_id]
             if writes:
@@ -735,13 +736,14 @@ def test_writes_allow_never_asks(start, db):
 # -- transport ------------------------------------------------------------------------------------
 
 def patched(db, patch):
-    """Server argv that first runs ``patch`` (Python source) with kb_server imported."""
+    """Server argv that first runs ``patch`` (Python source) with the server imported."""
     source = "\n".join([
         "import os, sqlite3, sys",
         "sys.path.insert(0, %r)" % str(ROOT),
-        "import kb_server, kb_store",
+        "import kb_store",
+        "from kbcite.server import cli, protocol",
         patch,
-        "sys.exit(kb_server.main(sys.argv[1:]))",
+        "sys.exit(cli.main(sys.argv[1:]))",
     ])
     return ["-c", source, "--db", str(db.path), "--grant", "support"]
 
@@ -752,7 +754,7 @@ def noisy_ping(params, ctx):
     sys.stdout.write("stray write\\n")
     os.write(1, b"stray bytes on fd 1\\n")
     return {}
-kb_server.Protocol._ping = staticmethod(noisy_ping)
+protocol.Protocol._ping = staticmethod(noisy_ping)
 """
 
 FAILING_STORE = """
@@ -904,7 +906,7 @@ def test_bad_startup_is_a_clear_error_not_a_half_started_server(db, tmp_path, ar
     paths = {"db": str(db.path), "missing": str(tmp_path / "missing.db"),
              "garbage": str(tmp_path / "garbage.db"), "tmp": str(tmp_path)}
     argv = [a.format(**paths) for a in args]
-    done = subprocess.run([sys.executable, str(SERVER)] + argv, input=b"", capture_output=True,
+    done = subprocess.run([sys.executable] + SERVER + argv, input=b"", capture_output=True,
                           timeout=TIMEOUT, cwd=str(ROOT))
     assert done.returncode != 0
     assert done.stdout == b""

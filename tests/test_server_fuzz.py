@@ -1,4 +1,4 @@
-"""Bad input through a real kb_server.py: every line gets a clear error, nothing is written.
+"""Bad input through a real kb-server: every line gets a clear error, nothing is written.
 
 A corpus of malformed JSON, invalid UTF-8, NUL bytes, huge and deeply nested messages, and
 every tool called with every argument wrong in every way, sent to one server process. Each

@@ -11,14 +11,16 @@ import time
 
 import pytest
 
-import kb_server
+from kbcite.server.approval import ApprovalSigner
+from kbcite.server.protocol import SUPPORTED_VERSIONS
+from kbcite.tools import TOOLS
 from test_server import (  # noqa: F401  (fixtures, used by name)
     EDIT, check_schema, db, edit_args, error_of, start, store_head, store_read, structured,
 )
 
 MODERN = "2026-07-28"
 ASKING = {"elicitation": {"form": {}}}
-OUTPUT = {tool["name"]: tool["outputSchema"] for tool in kb_server.kb_store.TOOLS}
+OUTPUT = {tool["name"]: tool["outputSchema"] for tool in TOOLS}
 
 
 def meta(capabilities=None, version=MODERN):
@@ -72,7 +74,7 @@ def test_discover_and_list_need_no_handshake(start, db):
     assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "kb-server"
     listed = call(client, "tools/list")["result"]
     assert listed["resultType"] == "complete" and listed["ttlMs"] >= 0
-    assert [t["name"] for t in listed["tools"]] == [t["name"] for t in kb_server.kb_store.TOOLS]
+    assert [t["name"] for t in listed["tools"]] == [t["name"] for t in TOOLS]
 
 
 def test_each_request_is_judged_by_its_own_meta(start, db):
@@ -88,7 +90,7 @@ def test_each_request_is_judged_by_its_own_meta(start, db):
     assert "clientCapabilities" in no_caps["error"]["message"]
     old = call(client, "tools/list", version="1999-01-01")["error"]
     assert old["code"] == -32022
-    assert old["data"] == {"supported": list(kb_server.SUPPORTED_VERSIONS),
+    assert old["data"] == {"supported": list(SUPPORTED_VERSIONS),
                            "requested": "1999-01-01"}
     assert call(client, "ping")["error"]["code"] == -32601  # removed in 2026-07-28
     # ...while a handshake on the same process serves the other era beside it.
@@ -156,15 +158,15 @@ def test_a_forged_altered_expired_or_misused_handle_is_refused(start, db, tmp_pa
     originating request are all checked."""
     secret = tmp_path / "secret"
     secret.write_bytes(b"s" * 32)
-    client = start(db.path, argv=[str(kb_server.__file__), "--db", str(db.path), "--grant",
+    client = start(db.path, argv=["-m", "kbcite.server", "--db", str(db.path), "--grant",
                                   "support", "--signing-secret-file", str(secret),
                                   "--approval-ttl", "1"])
     before = store_read(db, db.password)
     arguments, first = ask_for_edit(client, db)
     state = first["requestState"]
     payload, mac = state.split(".")
-    other_secret = kb_server.ApprovalSigner(b"t" * 32).issue("stdio", EDIT, arguments)
-    other_caller = kb_server.ApprovalSigner(b"s" * 32).issue("someone", EDIT, arguments)
+    other_secret = ApprovalSigner(b"t" * 32).issue("stdio", EDIT, arguments)
+    other_caller = ApprovalSigner(b"s" * 32).issue("someone", EDIT, arguments)
     for bad in (payload + "." + mac[:-2] + ("AA" if mac[-2:] != "AA" else "BB"),
                 payload[:-1] + ("A" if payload[-1] != "A" else "B") + "." + mac,
                 "not a handle", other_secret, other_caller):
@@ -225,7 +227,7 @@ def test_two_servers_share_an_approval_through_the_secret(start, db, tmp_path):
     secret.write_bytes(os.urandom(32))
 
     def server():
-        return start(db.path, argv=[str(kb_server.__file__), "--db", str(db.path), "--grant",
+        return start(db.path, argv=["-m", "kbcite.server", "--db", str(db.path), "--grant",
                                     "support", "--signing-secret-file", str(secret)])
     one, two = server(), server()
     arguments, first = ask_for_edit(one, db, content="Finished elsewhere.")

@@ -89,7 +89,7 @@ def test_the_server_and_the_cli_refuse_a_foreign_file_in_one_line(tmp_path):
     app = tmp_path / "app.db"
     make_foreign(app)
     before = files_of(tmp_path)
-    for argv in ((ROOT / "kb_server.py", "--db", app, "--grant", KB),
+    for argv in (("-m", "kbcite.server", "--db", app, "--grant", KB),
                  (ROOT / "kb_store.py", "--db", app, "list", KB),
                  (ROOT / "kb_store.py", "--db", app, "events", KB),
                  (ROOT / "kb_store.py", "--db", app, "init", KB)):
@@ -107,7 +107,7 @@ def test_an_empty_file_is_not_turned_into_a_store_except_by_init(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(kbcite.NotAStore, match="empty database"):
         KBStore(str(empty))
-    for argv in ((ROOT / "kb_server.py", "--db", empty, "--grant", KB),
+    for argv in (("-m", "kbcite.server", "--db", empty, "--grant", KB),
                  (ROOT / "kb_store.py", "--db", empty, "list", KB)):
         done = run(*argv)
         assert done.returncode != 0 and "Traceback" not in done.stderr
@@ -213,9 +213,9 @@ def test_a_server_starts_and_answers_while_the_write_lock_is_held(tmp_path, hold
             '"search_knowledge_base","arguments":{"knowledge_base_id":"kb-main","query":'
             '"refund"}}}', ""])
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, str(ROOT / "kb_server.py"), "--db", path,
+        done = subprocess.run([sys.executable, "-m", "kbcite.server", "--db", path,
                                "--grant", KB], input=requests, capture_output=True, text=True,
-                              timeout=60)
+                              timeout=60, cwd=str(ROOT))
         took = time.perf_counter() - started
         assert done.returncode == 0, done.stderr
         assert '"Refund policy"' in done.stdout
