@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-import kb_store
+import kbcite
 from kbcite.server.http import MAX_CONNECTIONS, Stream
 from kbcite.server.session import Call, Cancelled, Session
 from test_server import EDIT, ROOT, make_db
@@ -90,7 +90,7 @@ class Http:
 def kb(tmp_path):
     """A store with knowledge bases support and internal, and tokens for them."""
     made = make_db(tmp_path / "kb.db")
-    with kb_store.KBStore(str(made.path)) as store:
+    with kbcite.KBStore(str(made.path)) as store:
         made.support = store.create_token("support-ask", ["support"], "ask")
         made.support2 = store.create_token("support-ask-2", ["support"], "ask")
         made.allow = store.create_token("support-allow", ["support"], "allow")
@@ -136,7 +136,7 @@ def test_no_token_a_wrong_one_or_a_revoked_one_gets_401_with_a_bearer_challenge(
     assert status == 401 and 'error="invalid_token"' in headers["WWW-Authenticate"]
     client = Http(s, kb.allow)
     assert client.modern("tools/list")[0] == 200
-    with kb_store.KBStore(str(kb.path)) as store:
+    with kbcite.KBStore(str(kb.path)) as store:
         store.revoke_token("support-allow")
     status, _ = client.modern("tools/list")
     assert status == 401  # the very next request
@@ -288,7 +288,7 @@ def test_a_session_asks_on_the_posts_event_stream(kb, server):
     final = json.loads(received.rsplit(b"data: ", 1)[1].split(b"\r\n", 1)[0])
     assert final["result"]["structuredContent"]["replayed"] is False
     stream.close()
-    with kb_store.KBStore(str(kb.path)) as store:
+    with kbcite.KBStore(str(kb.path)) as store:
         assert store.get_article("support", kb.password)["content"] == "Asked on a stream."
 
 

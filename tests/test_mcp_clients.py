@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-import kb_store
+import kbcite
 from test_http import Server
 from test_server import EDIT, ROOT, check_schema, make_db
 
@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 import mcp.types as types  # noqa: E402
 
-OUTPUT = {tool["name"]: tool["outputSchema"] for tool in kb_store.TOOLS}
+OUTPUT = {tool["name"]: tool["outputSchema"] for tool in kbcite.TOOLS}
 MODES = ["2026-07-28", "auto", "legacy"]
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 
@@ -35,7 +35,7 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 @pytest.fixture
 def kb(tmp_path):
     made = make_db(tmp_path / "kb.db")
-    with kb_store.KBStore(str(made.path)) as store:
+    with kbcite.KBStore(str(made.path)) as store:
         made.token = store.create_token("sdk", ["support"], "ask")
     return made
 
@@ -57,7 +57,7 @@ async def session_checks(client, kb, action, asked):
     """What every client session proves: tools listed, results matching their schemas, and an
     edit that is asked about and written (accept) or not (decline, cancel)."""
     names = [t.name for t in (await client.list_tools()).tools]
-    assert names == [t["name"] for t in kb_store.TOOLS]
+    assert names == [t["name"] for t in kbcite.TOOLS]
     found = await client.call_tool("search_knowledge_base", {"knowledge_base_id": "support",
                                                              "query": "password"})
     check_schema(found.structured_content, OUTPUT["search_knowledge_base"])
@@ -93,7 +93,7 @@ def run_session(connect, kb, action):
 
 
 def content_of(kb):
-    with kb_store.KBStore(str(kb.path)) as store:
+    with kbcite.KBStore(str(kb.path)) as store:
         return store.get_article("support", kb.password)["content"]
 
 
@@ -232,7 +232,7 @@ def test_the_inspector_cli_lists_and_calls_over_http(kb, era):
         listed = inspector(server, kb.token, "--protocol-era", era, "--method", "tools/list")
         assert listed.returncode == 0, listed.stderr
         names = [t["name"] for t in json.loads(listed.stdout)["result"]["tools"]]
-        assert names == [t["name"] for t in kb_store.TOOLS]
+        assert names == [t["name"] for t in kbcite.TOOLS]
         called = inspector(server, kb.token, "--protocol-era", era, "--method", "tools/call",
                            "--tool-name", "read_knowledge_article", "--tool-arg",
                            "knowledge_base_id=support", "--tool-arg",
@@ -248,7 +248,7 @@ def test_the_inspector_cli_cannot_approve_and_is_told_why(kb):
     """The CLI declares no elicitation capability: an edit that needs approval is -32021."""
     server = Server(kb.path)
     try:
-        with kb_store.KBStore(str(kb.path)) as store:
+        with kbcite.KBStore(str(kb.path)) as store:
             version = store.get_article("support", kb.password)["updated_at"]
         done = inspector(server, kb.token, "--protocol-era", "modern", "--method", "tools/call",
                          "--tool-name", EDIT, "--tool-arg", "knowledge_base_id=support",

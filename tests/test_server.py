@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import kb_store  # importable through conftest.py
+import kbcite  # importable through conftest.py
 
 ROOT = Path(__file__).resolve().parent.parent
 # The server as `python -m kbcite.server` runs it, from the repository root.
@@ -218,7 +218,7 @@ def start():
 
 def make_db(path, with_internal=True):
     """A store file with knowledge base ``support`` (two articles and a draft)."""
-    with kb_store.KBStore(str(path), create=True) as store:
+    with kbcite.KBStore(str(path), create=True) as store:
         store.create_knowledge_base("support", name="Support")
         password = store.create_article(
             "support", "Resetting your password",
@@ -240,7 +240,7 @@ def db(tmp_path):
 
 def store_read(db, article_id):
     """The article as the store serves it now (not through the server)."""
-    with kb_store.KBStore(str(db.path)) as store:
+    with kbcite.KBStore(str(db.path)) as store:
         return store.call_tool("read_knowledge_article",
                                {"knowledge_base_id": "support", "article_id": article_id},
                                granted=["support"])
@@ -248,7 +248,7 @@ def store_read(db, article_id):
 
 def store_head(db):
     """The event log's head sequence of ``support``, read directly from the store."""
-    with kb_store.KBStore(str(db.path)) as store:
+    with kbcite.KBStore(str(db.path)) as store:
         return store.call_tool("poll_resource_events",
                                {"resource_type": "knowledge_base", "resource_id": "support"},
                                granted=["support"])["head_sequence"]
@@ -348,7 +348,7 @@ def test_tools_list_is_the_store_tools_with_output_schemas(start, db, writes):
     client = start(db.path, writes=writes)
     client.initialize()
     tools = client.call("tools/list")["result"]["tools"]
-    assert tools == kb_store.TOOLS
+    assert tools == kbcite.TOOLS
     assert [t["name"] for t in tools] == ["search_knowledge_base", "read_knowledge_article",
                                           EDIT, "poll_resource_events"]
     for tool in tools:
@@ -667,7 +667,7 @@ def test_a_stale_edit_is_refused_without_asking(start, db):
     client = start(db.path)
     client.initialize(capabilities={"elicitation": {}})
     stale = store_read(db, db.password)["updated_at"]
-    with kb_store.KBStore(str(db.path)) as store:
+    with kbcite.KBStore(str(db.path)) as store:
         store.save_article("support", db.password, content="A colleague's fix.")
     error = error_of(client.tool(EDIT, **edit_args(db, db.password, stale, "Mine.", "k")))
     assert error["code"] == "version_conflict"
@@ -740,7 +740,7 @@ def patched(db, patch):
     source = "\n".join([
         "import os, sqlite3, sys",
         "sys.path.insert(0, %r)" % str(ROOT),
-        "import kb_store",
+        "import kbcite.store",
         "from kbcite.server import cli, protocol",
         patch,
         "sys.exit(cli.main(sys.argv[1:]))",
@@ -758,16 +758,16 @@ protocol.Protocol._ping = staticmethod(noisy_ping)
 """
 
 FAILING_STORE = """
-real_search = kb_store.KBStore._search
-def failing_search(self, args, granted):
+real_search = kbcite.store.HANDLERS["search_knowledge_base"]
+def failing_search(ctx, args, granted):
     if args["query"] == "locked":
         raise sqlite3.OperationalError("database is locked")
     if args["query"] == "full":
         raise sqlite3.OperationalError("database or disk is full")
     if args["query"] == "bug!":
         raise RuntimeError("a bug")
-    return real_search(self, args, granted)
-kb_store.KBStore._search = failing_search
+    return real_search(ctx, args, granted)
+kbcite.store.HANDLERS["search_knowledge_base"] = failing_search
 """
 
 

@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-import kb_store
+import kbcite
+from kbcite.limits import CONTENT_MAX_BYTES
 from test_server import Client, error_of, make_db, structured
 from test_store import dump
 
@@ -24,7 +25,7 @@ def served(request, tmp_path):
     """A server on a fresh database; at teardown the database must be exactly as it was."""
     db = make_db(tmp_path / "kb.db")
     before = dump(db.path)
-    with kb_store.KBStore(str(db.path)) as store:
+    with kbcite.KBStore(str(db.path)) as store:
         db.version = store.get_article("support", db.password)["updated_at"]
     client = Client(db.path, writes=request.param)
     client.initialize(capabilities={"elicitation": {}})
@@ -130,7 +131,7 @@ def test_bad_lines_get_clear_errors_and_the_server_lives_on(served):
 
 # -- the tools: every argument of every tool, wrong in every way ---------------------------------
 
-TOOLS = {tool["name"]: tool["inputSchema"] for tool in kb_store.TOOLS}
+TOOLS = {tool["name"]: tool["inputSchema"] for tool in kbcite.TOOLS}
 HUGE = "x" * 2000000
 
 
@@ -174,7 +175,7 @@ def wrong_values(name, rule):
         "resource_type": ["channel", "note", "record", "session"],
         "after_sequence": [10 ** 6],
         "title": ["   ", "\t\n"],
-        "content": ["é" * (kb_store.CONTENT_MAX_BYTES // 2 + 1)],  # > 1 MiB of UTF-8
+        "content": ["é" * (CONTENT_MAX_BYTES // 2 + 1)],  # > 1 MiB of UTF-8
     }
     for value in semantic.get(name, []):
         code = "not_found" if name in ("knowledge_base_id", "resource_id", "article_id") \
