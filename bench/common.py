@@ -21,6 +21,12 @@ from kbcite.testing import PostgresCluster, postgres_binaries  # noqa: E402
 MEASURED = ("kbcite", "kb_store.py", "sim.py", "bench")
 
 
+def child_env():
+    """The environment for a command a benchmark starts: this checkout first on its path."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+
+
 def store_address(engine, directory, name, postgres_url=None):
     """Where a benchmark's new store goes: a file in ``directory``, or a fresh PostgreSQL
     schema named after ``name`` in the database at ``postgres_url``."""

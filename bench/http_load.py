@@ -140,9 +140,10 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
             store.create_articles(KB, rows)
             token = store.create_token("load", [KB], "allow")
             head = store.head_sequence(KB)
-        server = subprocess.Popen([sys.executable, str(common.ROOT / "kb_server.py"), "--db",
-                                   address, "--http", "127.0.0.1:0", "--workers", "8"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        server = subprocess.Popen([sys.executable, "-m", "kbcite.server", "--db", address,
+                                   "--http", "127.0.0.1:0", "--workers", "8"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  env=common.child_env())
         port = None
         while port is None:
             line = server.stderr.readline()

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import kbcite
+
 ROOT = Path(__file__).resolve().parent.parent
 IGNORED = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "*.egg-info", "build",
                                  "dist", ".pytest_cache", "*.db", "*.db-*", "*.sqlite3")
@@ -24,8 +26,9 @@ IGNORED = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "*.egg-
 SDIST_NEEDS = ["LICENSE", "README.md", "pyproject.toml", "tests/conftest.py",
                "tests/store_worker.py", "tests/golden/sim-seeds-1-5.json",
                "tests/data/tools-list.json", "bench/run.py", "bench/common.py",
-               "examples/transcript.py", "docs/cli.md", "kb_store.py", "kb_cli.py",
-               "kb_server.py", "sim.py"]
+               "examples/transcript.py", "docs/cli.md", "kb_store.py", "sim.py",
+               "kbcite/__init__.py", "kbcite/store.py", "kbcite/server/cli.py",
+               "kbcite/sim/cli.py", "kbcite/testing.py"]
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +100,13 @@ def test_the_wheel_installs_working_commands(built, tmp_path):
     assert "Simulated support day" in run("kb-sim", "--seeds", "1", "--questions", "10")
     assert "created knowledge base support" in run("kb", "init", "--db", "kb.sqlite3", "support")
     assert run("kb", "--db", "kb.sqlite3", "audit") == "audit: ok\n"
+    # The package and the project's original top-level module, from anywhere.
+    done = subprocess.run([str(python), "-c", "import kb_store, kbcite; "
+                           "print(kb_store.KBStore is kbcite.KBStore, kbcite.__version__)"],
+                          capture_output=True, text=True, cwd=str(elsewhere), env=env)
+    assert done.stdout.split() == ["True", kbcite.__version__], done.stderr
     metadata = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
-                               "d = m.metadata('kb-citations'); "
+                               "d = m.metadata('kbcite'); "
                                "print(d.get('License-Expression'), d.get_all('License-File'))"],
                               capture_output=True, text=True, cwd=str(elsewhere), env=env)
     assert metadata.stdout.split() == ["MIT", "['LICENSE']"]

@@ -106,7 +106,8 @@ def workspace(tmp_path):
     work = tmp_path / "project"
     shutil.copytree(str(ROOT), str(work), ignore=IGNORED)
     bin_dir = tmp_path / "bin"
-    for name, module in (("kb", "kb_cli"), ("kb-server", "kb_server"), ("kb-sim", "sim")):
+    for name, module in (("kb", "kbcite"), ("kb-server", "kbcite.server"),
+                         ("kb-sim", "kbcite.sim")):
         shim(bin_dir / name, '#!/bin/sh\nexec "%s" -m %s "$@"\n' % (sys.executable, module))
     shim(bin_dir / "python", '#!/bin/sh\nexec "%s" "$@"\n' % sys.executable)
     shim(bin_dir / "claude", "#!%s\n%s" % (sys.executable, FAKE_CLAUDE))
@@ -151,7 +152,7 @@ def test_the_claude_desktop_configurations_start_the_server(workspace, tmp_path,
     subprocess.run([str(bin_dir / "kb"), "init", "--db", str(home / "kb.sqlite3"), "support"],
                    env=env, check=True, capture_output=True, timeout=60)
     shim(home / ".venv" / "bin" / "kb-server",
-         '#!/bin/sh\nexec "%s" -m kb_server "$@"\n' % sys.executable)
+         '#!/bin/sh\nexec "%s" -m kbcite.server "$@"\n' % sys.executable)
     checker = tmp_path / "handshake.py"
     checker.write_text(HANDSHAKE + "\ncheck(sys.argv[1:])\n", encoding="utf-8")
     for server in desktop_configs(page):
