@@ -8,6 +8,7 @@ PostgreSQL refuses root), on a Unix socket in a temporary folder; or of the serv
 and says why.
 """
 
+import json
 import os
 import sys
 import uuid
@@ -26,6 +27,7 @@ from kbcite.store import KBStore  # noqa: E402
 from kbcite.testing import (  # noqa: E402
     FakeClock, PostgresCluster, postgres_binaries, write_lock_held,
 )
+from support.stdio_client import Client, check_jsonrpc, make_db  # noqa: E402
 
 
 @pytest.fixture
@@ -96,6 +98,13 @@ def store(address, clock):
 
 
 @pytest.fixture
+def kb(request, store):
+    """The store with one empty knowledge base: the test module's ``KB``."""
+    store.create_knowledge_base(request.module.KB)
+    return store
+
+
+@pytest.fixture
 def db_path(tmp_path):
     """Path of a not-yet-created database file in the test's temporary directory."""
     return str(tmp_path / "kb.db")
@@ -112,3 +121,30 @@ def file_store(db_path, clock):
 def hold_write_lock():
     """``with hold_write_lock(path) as release:`` another process holds the write lock."""
     return write_lock_held
+
+
+# -- the MCP server over stdio ------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A store file with knowledge base ``support`` (two articles and a draft) and
+    ``internal``, as ``support.stdio_client.make_db`` makes it."""
+    return make_db(tmp_path / "kb.db")
+
+
+@pytest.fixture
+def start():
+    """Start servers; at teardown, every line each one wrote must be a JSON-RPC message."""
+    clients = []
+
+    def _start(*args, **kwargs):
+        client = Client(*args, **kwargs)
+        clients.append(client)
+        return client
+
+    yield _start
+    for client in clients:
+        client.kill()
+        for line in client.lines:
+            check_jsonrpc(json.loads(line.decode("utf-8")))

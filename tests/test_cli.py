@@ -7,7 +7,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,7 @@ import kbcite
 from kbcite import KBStore, cli
 from kbcite.importer import read_markdown_folder
 from support.commands import ROOT, child_env, module_argv
-from test_store import dump
+from kbcite.testing import dump_file as dump
 
 # The command line as ``kb`` runs it: ``python -m kbcite`` from this checkout.
 CLI = None

@@ -7,8 +7,6 @@ Each test names the specification section it follows (docs/specification/<revisi
 import http.client
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -17,40 +15,11 @@ import pytest
 import kbcite
 from kbcite.server.http import MAX_CONNECTIONS, Stream
 from kbcite.server.session import Call, Cancelled, Session
-from test_server import EDIT, ROOT, make_db
-from test_store import dump as store_dump
+from kbcite.testing import dump_file as store_dump
+from support.http_server import TIMEOUT, Server
+from support.stdio_client import EDIT, make_db
 
 MODERN = "2026-07-28"
-TIMEOUT = 30
-
-
-class Server:
-    """``kb-server --http 127.0.0.1:0`` in a subprocess; the port it chose, read off stderr."""
-
-    def __init__(self, db, *extra):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kbcite.server", "--db", str(db), "--http",
-             "127.0.0.1:0"] + list(extra), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
-        self.log = []
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            line = self.proc.stderr.readline()
-            if not line:
-                raise AssertionError("the server exited: %s" % "".join(self.log))
-            self.log.append(line)
-            if line.startswith("kb-server: serving http://"):
-                self.port = int(line.rsplit(":", 1)[1].split("/")[0])
-                break
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.proc.stderr:
-            self.log.append(line)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=TIMEOUT)
 
 
 class Http:
@@ -87,7 +56,7 @@ class Http:
 
 
 @pytest.fixture
-def kb(tmp_path):
+def served(tmp_path):
     """A store with knowledge bases support and internal, and tokens for them."""
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
@@ -100,11 +69,11 @@ def kb(tmp_path):
 
 
 @pytest.fixture
-def server(kb):
+def server(served):
     started = []
 
     def start(*extra):
-        s = Server(kb.path, *extra)
+        s = Server(served.path, *extra)
         started.append(s)
         return s
     yield start
@@ -126,7 +95,7 @@ def structured(reply):
 # -- tokens --------------------------------------------------------------------------------------
 
 
-def test_no_token_a_wrong_one_or_a_revoked_one_gets_401_with_a_bearer_challenge(kb, server):
+def test_no_token_a_wrong_one_or_a_revoked_one_gets_401_with_a_bearer_challenge(served, server):
     """2025-11-25/basic/authorization.mdx, "Token Handling": invalid tokens get 401."""
     s = server()
     status, headers, body = Http(s).post({"jsonrpc": "2.0", "id": 1, "method": "ping"})
@@ -134,17 +103,17 @@ def test_no_token_a_wrong_one_or_a_revoked_one_gets_401_with_a_bearer_challenge(
     assert "error=" not in headers["WWW-Authenticate"]
     status, headers, _ = Http(s, "kbt_wrong").post({"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert status == 401 and 'error="invalid_token"' in headers["WWW-Authenticate"]
-    client = Http(s, kb.allow)
+    client = Http(s, served.allow)
     assert client.modern("tools/list")[0] == 200
-    with kbcite.KBStore(str(kb.path)) as store:
+    with kbcite.KBStore(str(served.path)) as store:
         store.revoke_token("support-allow")
     status, _ = client.modern("tools/list")
     assert status == 401  # the very next request
 
 
-def test_a_token_granted_only_one_knowledge_base_sees_others_as_missing(kb, server):
+def test_a_token_granted_only_one_knowledge_base_sees_others_as_missing(served, server):
     s = server()
-    client = Http(s, kb.internal)
+    client = Http(s, served.internal)
 
     def read(kb_id):
         status, reply = client.modern("tools/call", {"name": "read_knowledge_article",
@@ -156,13 +125,13 @@ def test_a_token_granted_only_one_knowledge_base_sees_others_as_missing(kb, serv
     assert read("support") == read("nowhere").replace("nowhere", "support")
 
 
-def test_a_deny_token_has_no_edit_tool(kb, server):
+def test_a_deny_token_has_no_edit_tool(served, server):
     s = server()
-    names = [t["name"] for t in Http(s, kb.deny).modern("tools/list")[1]["result"]["tools"]]
+    names = [t["name"] for t in Http(s, served.deny).modern("tools/list")[1]["result"]["tools"]]
     assert EDIT not in names and len(names) == 3
 
 
-def test_the_authorization_server_is_published_when_there_is_one(kb, server):
+def test_the_authorization_server_is_published_when_there_is_one(served, server):
     """2026-07-28/basic/authorization/index.mdx: RFC 9728 protected-resource metadata."""
     s = server("--authorization-server", "https://auth.example.com")
     status, headers, _ = Http(s).post({"jsonrpc": "2.0", "id": 1, "method": "ping"})
@@ -178,10 +147,10 @@ def test_the_authorization_server_is_published_when_there_is_one(kb, server):
 # -- 2026-07-28 over HTTP ------------------------------------------------------------------------
 
 
-def test_routing_headers_must_match_the_body(kb, server):
+def test_routing_headers_must_match_the_body(served, server):
     """2026-07-28/basic/transports/streamable-http.mdx, "Server Validation": -32020, 400."""
     s = server()
-    client = Http(s, kb.allow)
+    client = Http(s, served.allow)
     params = {"name": "search_knowledge_base",
               "arguments": {"knowledge_base_id": "support", "query": "password"}}
     assert client.modern("tools/call", params)[0] == 200
@@ -194,10 +163,10 @@ def test_routing_headers_must_match_the_body(kb, server):
     assert status == 200
 
 
-def test_modern_errors_have_their_http_statuses(kb, server):
+def test_modern_errors_have_their_http_statuses(served, server):
     """streamable-http.mdx, "Request Metadata": unknown method 404; versions 400 -32022."""
     s = server()
-    client = Http(s, kb.allow)
+    client = Http(s, served.allow)
     status, reply = client.modern("resources/list")
     assert status == 404 and reply["error"]["code"] == -32601
     status, reply = client.modern("tools/list", headers={"MCP-Protocol-Version": "2099-01-01"})
@@ -207,26 +176,26 @@ def test_modern_errors_have_their_http_statuses(kb, server):
     assert status == 400 and json.loads(text)["error"]["code"] == -32602
 
 
-def test_an_approval_over_http_is_stateless(kb, server):
+def test_an_approval_over_http_is_stateless(served, server):
     """mrtr.mdx over HTTP: the input_required round trip, each POST on its own."""
     s = server()
-    client = Http(s, kb.support)
+    client = Http(s, served.support)
     status, read = client.modern("tools/call", {"name": "read_knowledge_article", "arguments": {
-        "knowledge_base_id": "support", "article_id": kb.password}})
-    arguments = {"knowledge_base_id": "support", "article_id": kb.password,
+        "knowledge_base_id": "support", "article_id": served.password}})
+    arguments = {"knowledge_base_id": "support", "article_id": served.password,
                  "content": "Over HTTP.", "expected_version": structured(read)["updated_at"],
                  "idempotency_key": "h1"}
     status, first = client.modern("tools/call", {"name": EDIT, "arguments": arguments},
                                   capabilities={"elicitation": {}})
     assert status == 200 and first["result"]["resultType"] == "input_required"
-    other = Http(s, kb.support)  # another connection finishes it
+    other = Http(s, served.support)  # another connection finishes it
     status, done = other.modern("tools/call", {
         "name": EDIT, "arguments": arguments, "requestState": first["result"]["requestState"],
         "inputResponses": {"approve": {"action": "accept"}}}, request_id=2,
         capabilities={"elicitation": {}})
     assert status == 200 and structured(done)["replayed"] is False
     # The approval is bound to the token that was asked: another one cannot use it.
-    status, reply = Http(s, kb.support2).modern("tools/call", {
+    status, reply = Http(s, served.support2).modern("tools/call", {
         "name": EDIT, "arguments": dict(arguments, idempotency_key="h2"),
         "requestState": first["result"]["requestState"],
         "inputResponses": {"approve": {"action": "accept"}}}, request_id=3,
@@ -251,26 +220,26 @@ def initialize(client, capabilities=None):
     return session
 
 
-def test_a_session_asks_on_the_posts_event_stream(kb, server):
+def test_a_session_asks_on_the_posts_event_stream(served, server):
     """2025-11-25/basic/transports.mdx, "Sending Messages to the Server" 6, "Session
     Management": the question on the POST's stream, the answer by another POST (202)."""
     s = server()
-    client = Http(s, kb.support)
+    client = Http(s, served.support)
     session = initialize(client, {"elicitation": {}})
     headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
     status, _, text = client.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "read_knowledge_article", "arguments": {
-            "knowledge_base_id": "support", "article_id": kb.password}}}, headers)
+            "knowledge_base_id": "support", "article_id": served.password}}}, headers)
     version = structured(json.loads(text))["updated_at"]
     stream = socket.create_connection(("127.0.0.1", s.port), timeout=TIMEOUT)
     body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": EDIT, "arguments": {"knowledge_base_id": "support", "article_id": kb.password,
+        "name": EDIT, "arguments": {"knowledge_base_id": "support", "article_id": served.password,
                                     "content": "Asked on a stream.", "expected_version": version,
                                     "idempotency_key": "s1"}}}).encode()
     stream.sendall(("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
                     "\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer %s"
                     "\r\nMcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n"
-                    "Content-Length: %d\r\n\r\n" % (s.port, kb.support, session, len(body))
+                    "Content-Length: %d\r\n\r\n" % (s.port, served.support, session, len(body))
                     ).encode() + body)
     received = b""
     while b"elicitation/create" not in received:
@@ -278,7 +247,7 @@ def test_a_session_asks_on_the_posts_event_stream(kb, server):
     assert b"Content-Type: text/event-stream" in received
     question = json.loads(received.split(b"data: ", 1)[1].split(b"\r\n", 1)[0])
     assert question["method"] == "elicitation/create"
-    status, _, _ = Http(s, kb.support).post({"jsonrpc": "2.0", "id": question["id"], "result": {
+    status, _, _ = Http(s, served.support).post({"jsonrpc": "2.0", "id": question["id"], "result": {
         "action": "accept"}}, headers)
     assert status == 202
     while b'"id":2' not in received:
@@ -288,37 +257,37 @@ def test_a_session_asks_on_the_posts_event_stream(kb, server):
     final = json.loads(received.rsplit(b"data: ", 1)[1].split(b"\r\n", 1)[0])
     assert final["result"]["structuredContent"]["replayed"] is False
     stream.close()
-    with kbcite.KBStore(str(kb.path)) as store:
-        assert store.get_article("support", kb.password)["content"] == "Asked on a stream."
+    with kbcite.KBStore(str(served.path)) as store:
+        assert store.get_article("support", served.password)["content"] == "Asked on a stream."
 
 
-def test_sessions_end_and_are_not_anyones_but_their_callers(kb, server):
+def test_sessions_end_and_are_not_anyones_but_their_callers(served, server):
     """transports.mdx, "Session Management" 3 and 5; security best practices, "Session
     Hijacking": a session is not authentication."""
     s = server()
-    mine = Http(s, kb.allow)
+    mine = Http(s, served.allow)
     session = initialize(mine)
     headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
     assert mine.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers)[0] == 200
-    theirs = Http(s, kb.internal)
+    theirs = Http(s, served.internal)
     assert theirs.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers)[0] == 404
     assert mine.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, dict(
         headers, **{"Mcp-Session-Id": "made-up"}))[0] == 404
     mine.conn.request("DELETE", "/mcp", headers=dict(headers, Authorization="Bearer " +
-                                                     kb.allow))
+                                                     served.allow))
     assert mine.conn.getresponse().status == 204
     mine.conn.close()
-    mine = Http(s, kb.allow)
+    mine = Http(s, served.allow)
     assert mine.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, headers)[0] == 404
 
 
 # -- hostile clients -----------------------------------------------------------------------------
 
 
-def test_hostile_requests_get_clear_errors_and_write_nothing(kb, server):
+def test_hostile_requests_get_clear_errors_and_write_nothing(served, server):
     s = server("--max-body", "100000")
-    before = dump(kb.path)
-    client = Http(s, kb.allow)
+    before = dump(served.path)
+    client = Http(s, served.allow)
     cases = [
         ({"Origin": "http://evil.example"}, None, 403),  # DNS rebinding: transports.mdx
         ({"Host": "evil.example:80"}, None, 421),
@@ -328,7 +297,7 @@ def test_hostile_requests_get_clear_errors_and_write_nothing(kb, server):
         ({}, b'{"jsonrpc": "2.0", "id": 1}', 400),
     ]
     for headers, raw, status in cases:
-        got, _, text = Http(s, kb.allow).post(None, headers, raw=raw or b'{"jsonrpc": "2.0", '
+        got, _, text = Http(s, served.allow).post(None, headers, raw=raw or b'{"jsonrpc": "2.0", '
                                                                         b'"id": 1, "method": '
                                                                         b'"ping"}')
         assert got == status, (headers, raw, text)
@@ -338,7 +307,7 @@ def test_hostile_requests_get_clear_errors_and_write_nothing(kb, server):
     conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=TIMEOUT)
     conn.putrequest("POST", "/mcp")
     for name, value in (("Content-Type", "application/json"), ("Authorization",
-                                                               "Bearer " + kb.allow),
+                                                               "Bearer " + served.allow),
                         ("Content-Length", str(10 * 1024 * 1024))):
         conn.putheader(name, value)
     conn.endheaders()
@@ -346,13 +315,13 @@ def test_hostile_requests_get_clear_errors_and_write_nothing(kb, server):
     assert response.status == 413
     # GET opens no stream; the server still answers afterwards.
     conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=TIMEOUT)
-    conn.request("GET", "/mcp", headers={"Authorization": "Bearer " + kb.allow})
+    conn.request("GET", "/mcp", headers={"Authorization": "Bearer " + served.allow})
     assert conn.getresponse().status == 405
     assert client.modern("tools/list")[0] == 200
-    assert dump(kb.path) == before
+    assert dump(served.path) == before
 
 
-def test_a_slow_client_is_cut_off_while_others_are_served(kb, server):
+def test_a_slow_client_is_cut_off_while_others_are_served(served, server):
     s = server("--request-timeout", "2")
     slow = socket.create_connection(("127.0.0.1", s.port), timeout=TIMEOUT)
     request = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -366,7 +335,7 @@ def test_a_slow_client_is_cut_off_while_others_are_served(kb, server):
             break
         # Meanwhile another client is answered at once.
         if byte == ord("\n"):
-            assert Http(s, kb.allow).modern("tools/list")[0] == 200
+            assert Http(s, served.allow).modern("tools/list")[0] == 200
         time.sleep(0.2)
         slow.settimeout(0.01)
         try:
@@ -388,7 +357,7 @@ def test_a_slow_client_is_cut_off_while_others_are_served(kb, server):
     assert cut < 10, cut
 
 
-def test_connections_beyond_the_cap_get_503(kb, server):
+def test_connections_beyond_the_cap_get_503(served, server):
     s = server("--max-connections", "2")
     held = [socket.create_connection(("127.0.0.1", s.port), timeout=TIMEOUT) for _ in range(2)]
     time.sleep(0.3)
@@ -397,10 +366,10 @@ def test_connections_beyond_the_cap_get_503(kb, server):
     for sock in held:
         sock.close()
     time.sleep(0.3)
-    assert Http(s, kb.allow).modern("tools/list")[0] == 200
+    assert Http(s, served.allow).modern("tools/list")[0] == 200
 
 
-def test_clients_connecting_all_at_once_are_all_served(kb, server):
+def test_clients_connecting_all_at_once_are_all_served(served, server):
     # A team's agents starting together: as many connections at once as the server serves
     # by default, each with one request. A listen queue of 5 reset about half of them.
     s = server()
@@ -411,7 +380,7 @@ def test_clients_connecting_all_at_once_are_all_served(kb, server):
     def client():
         barrier.wait()
         try:
-            statuses.append(Http(s, kb.allow).modern("tools/list")[0])
+            statuses.append(Http(s, served.allow).modern("tools/list")[0])
         except OSError as exc:
             statuses.append(type(exc).__name__)
 

@@ -15,8 +15,9 @@ import sys
 import pytest
 
 import kbcite
-from test_http import Server
-from test_server import EDIT, ROOT, check_schema, make_db
+from support.commands import ROOT
+from support.http_server import Server
+from support.stdio_client import EDIT, check_schema, make_db
 
 mcp = pytest.importorskip("mcp", reason="the official MCP SDK (pip install mcp, Python >= 3.10) "
                                         "is not installed")
@@ -33,16 +34,16 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 
 
 @pytest.fixture
-def kb(tmp_path):
+def served(tmp_path):
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
         made.token = store.create_token("sdk", ["support"], "ask")
     return made
 
 
-def stdio_params(kb, *extra):
+def stdio_params(served, *extra):
     return StdioServerParameters(command=sys.executable, args=[
-        "-m", "kbcite.server", "--db", str(kb.path), "--grant", "support"] + list(extra),
+        "-m", "kbcite.server", "--db", str(served.path), "--grant", "support"] + list(extra),
         cwd=str(ROOT))
 
 
@@ -53,7 +54,7 @@ def answering(action, asked):
     return on_elicit
 
 
-async def session_checks(client, kb, action, asked):
+async def session_checks(client, served, action, asked):
     """What every client session proves: tools listed, results matching their schemas, and an
     edit that is asked about and written (accept) or not (decline, cancel)."""
     names = [t.name for t in (await client.list_tools()).tools]
@@ -62,14 +63,14 @@ async def session_checks(client, kb, action, asked):
                                                              "query": "password"})
     check_schema(found.structured_content, OUTPUT["search_knowledge_base"])
     read = await client.call_tool("read_knowledge_article", {"knowledge_base_id": "support",
-                                                             "article_id": kb.password})
+                                                             "article_id": served.password})
     check_schema(read.structured_content, OUTPUT["read_knowledge_article"])
     polled = await client.call_tool("poll_resource_events", {"resource_type": "knowledge_base",
                                                              "resource_id": "support"})
     check_schema(polled.structured_content, OUTPUT["poll_resource_events"])
     before = read.structured_content
     edited = await client.call_tool(EDIT, {
-        "knowledge_base_id": "support", "article_id": kb.password,
+        "knowledge_base_id": "support", "article_id": served.password,
         "content": before["content"] + " (%s)" % action, "expected_version": before["updated_at"],
         "idempotency_key": "sdk-%s" % action})
     assert len(asked) == 1 and "edit an article" in asked[0]
@@ -82,45 +83,45 @@ async def session_checks(client, kb, action, asked):
     return edited
 
 
-def run_session(connect, kb, action):
+def run_session(connect, served, action):
     asked = []
 
     async def main():
         async with connect(answering(action, asked)) as client:
-            result = await session_checks(client, kb, action, asked)
+            result = await session_checks(client, served, action, asked)
             return client.protocol_version, result
     return anyio.run(main)
 
 
-def content_of(kb):
-    with kbcite.KBStore(str(kb.path)) as store:
-        return store.get_article("support", kb.password)["content"]
+def content_of(served):
+    with kbcite.KBStore(str(served.path)) as store:
+        return store.get_article("support", served.password)["content"]
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("action", ["accept", "decline", "cancel"])
-def test_the_sdk_over_stdio(kb, mode, action):
-    before = content_of(kb)
-    version, _ = run_session(lambda elicit: Client(stdio_params(kb), mode=mode,
-                                                   elicitation_callback=elicit), kb, action)
+def test_the_sdk_over_stdio(served, mode, action):
+    before = content_of(served)
+    version, _ = run_session(lambda elicit: Client(stdio_params(served), mode=mode,
+                                                   elicitation_callback=elicit), served, action)
     assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
-    assert (content_of(kb) != before) == (action == "accept")
+    assert (content_of(served) != before) == (action == "accept")
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("action", ["accept", "decline", "cancel"])
-def test_the_sdk_over_streamable_http(kb, mode, action):
-    server = Server(kb.path)
+def test_the_sdk_over_streamable_http(served, mode, action):
+    server = Server(served.path)
     url = "http://127.0.0.1:%d/mcp" % server.port
     try:
         def connect(elicit):
-            http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + kb.token})
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + served.token})
             return _HttpSession(http, Client(streamable_http_client(url, http_client=http),
                                              mode=mode, elicitation_callback=elicit))
-        before = content_of(kb)
-        version, _ = run_session(connect, kb, action)
+        before = content_of(served)
+        version, _ = run_session(connect, served, action)
         assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
-        assert (content_of(kb) != before) == (action == "accept")
+        assert (content_of(served) != before) == (action == "accept")
     finally:
         server.stop()
 
@@ -142,29 +143,29 @@ class _HttpSession:
             await self.http.__aexit__(None, None, None)
 
 
-def test_the_sdk_without_elicitation_is_told_the_capability_is_missing(kb):
+def test_the_sdk_without_elicitation_is_told_the_capability_is_missing(served):
     """2026-07-28 basic/index.mdx: -32021 when the client cannot be asked."""
     async def main():
-        async with Client(stdio_params(kb), mode="2026-07-28") as client:
+        async with Client(stdio_params(served), mode="2026-07-28") as client:
             read = await client.call_tool("read_knowledge_article", {
-                "knowledge_base_id": "support", "article_id": kb.password})
+                "knowledge_base_id": "support", "article_id": served.password})
             with pytest.raises(MCPError) as info:
                 await client.call_tool(EDIT, {
-                    "knowledge_base_id": "support", "article_id": kb.password, "content": "x",
+                    "knowledge_base_id": "support", "article_id": served.password, "content": "x",
                     "expected_version": read.structured_content["updated_at"],
                     "idempotency_key": "k"})
             return info.value.error.code
     assert anyio.run(main) == -32021
 
 
-def test_two_http_servers_one_client_alternating_with_an_approval_across(kb, tmp_path):
+def test_two_http_servers_one_client_alternating_with_an_approval_across(served, tmp_path):
     """Two server instances on one database and one secret; a 2026-07-28 client alternates
     between them, and an approval asked by one is finished by the other."""
     env = dict(os.environ, KB_SIGNING_SECRET="a shared secret of some length")
-    servers = [_server_with_env(kb, env) for _ in range(2)]
+    servers = [_server_with_env(served, env) for _ in range(2)]
     try:
         def connect(server):
-            http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + kb.token})
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + served.token})
             # The callback declares the elicitation capability; the test answers by hand.
             return _HttpSession(http, Client(streamable_http_client(
                 "http://127.0.0.1:%d/mcp" % server.port, http_client=http), mode="2026-07-28",
@@ -176,10 +177,10 @@ def test_two_http_servers_one_client_alternating_with_an_approval_across(kb, tmp
                     versions = []
                     for client in (one, two, one, two):
                         read = await client.call_tool("read_knowledge_article", {
-                            "knowledge_base_id": "support", "article_id": kb.password})
+                            "knowledge_base_id": "support", "article_id": served.password})
                         versions.append(read.structured_content["updated_at"])
                     assert len(set(versions)) == 1
-                    arguments = {"knowledge_base_id": "support", "article_id": kb.password,
+                    arguments = {"knowledge_base_id": "support", "article_id": served.password,
                                  "content": "Asked on one, approved on two.",
                                  "expected_version": versions[-1], "idempotency_key": "across"}
                     first = await one.session.call_tool(EDIT, arguments,
@@ -192,17 +193,17 @@ def test_two_http_servers_one_client_alternating_with_an_approval_across(kb, tmp
                     return done.structured_content
         done = anyio.run(main)
         assert done["replayed"] is False
-        assert content_of(kb) == "Asked on one, approved on two."
+        assert content_of(served) == "Asked on one, approved on two."
     finally:
         for server in servers:
             server.stop()
 
 
-def _server_with_env(kb, env):
+def _server_with_env(served, env):
     old = dict(os.environ)
     os.environ.update(env)
     try:
-        return Server(kb.path)
+        return Server(served.path)
     finally:
         os.environ.clear()
         os.environ.update(old)
@@ -226,17 +227,17 @@ def inspector(server, token, *args):
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-def test_the_inspector_cli_lists_and_calls_over_http(kb, era):
-    server = Server(kb.path)
+def test_the_inspector_cli_lists_and_calls_over_http(served, era):
+    server = Server(served.path)
     try:
-        listed = inspector(server, kb.token, "--protocol-era", era, "--method", "tools/list")
+        listed = inspector(server, served.token, "--protocol-era", era, "--method", "tools/list")
         assert listed.returncode == 0, listed.stderr
         names = [t["name"] for t in json.loads(listed.stdout)["result"]["tools"]]
         assert names == [t["name"] for t in kbcite.TOOLS]
-        called = inspector(server, kb.token, "--protocol-era", era, "--method", "tools/call",
+        called = inspector(server, served.token, "--protocol-era", era, "--method", "tools/call",
                            "--tool-name", "read_knowledge_article", "--tool-arg",
                            "knowledge_base_id=support", "--tool-arg",
-                           "article_id=%s" % kb.password)
+                           "article_id=%s" % served.password)
         assert called.returncode == 0, called.stderr
         result = json.loads(called.stdout)["result"]
         check_schema(result["structuredContent"], OUTPUT["read_knowledge_article"])
@@ -244,19 +245,19 @@ def test_the_inspector_cli_lists_and_calls_over_http(kb, era):
         server.stop()
 
 
-def test_the_inspector_cli_cannot_approve_and_is_told_why(kb):
+def test_the_inspector_cli_cannot_approve_and_is_told_why(served):
     """The CLI declares no elicitation capability: an edit that needs approval is -32021."""
-    server = Server(kb.path)
+    server = Server(served.path)
     try:
-        with kbcite.KBStore(str(kb.path)) as store:
-            version = store.get_article("support", kb.password)["updated_at"]
-        done = inspector(server, kb.token, "--protocol-era", "modern", "--method", "tools/call",
+        with kbcite.KBStore(str(served.path)) as store:
+            version = store.get_article("support", served.password)["updated_at"]
+        done = inspector(server, served.token, "--protocol-era", "modern", "--method", "tools/call",
                          "--tool-name", EDIT, "--tool-arg", "knowledge_base_id=support",
-                         "--tool-arg", "article_id=%s" % kb.password, "--tool-arg",
+                         "--tool-arg", "article_id=%s" % served.password, "--tool-arg",
                          "content=from the inspector", "--tool-arg",
                          "expected_version=%s" % version, "--tool-arg", "idempotency_key=i1")
         assert done.returncode != 0
         assert "elicitation capability" in done.stderr
-        assert content_of(kb) != "from the inspector"
+        assert content_of(served) != "from the inspector"
     finally:
         server.stop()

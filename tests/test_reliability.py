@@ -21,7 +21,7 @@ import pytest
 from kbcite import (IdempotencyKeyReused, InvalidArgument, KBStore, NotFound, VersionConflict,
                     format_version)
 from kbcite.versions import datetime_to_us
-from test_store_processes import Worker, check_consistent
+from support.workers import Worker, check_consistent
 
 KBS = ("kb-a", "kb-b")
 UNGRANTED = "kb-c"  # exists, but the agent is not granted it: it must look missing

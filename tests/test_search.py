@@ -36,11 +36,6 @@ def ids(store, query, limit=10):
     return [hit["article_id"] for hit in search(store, query, limit)["results"]]
 
 
-@pytest.fixture
-def kb(store):
-    store.create_knowledge_base(KB)
-    return store
-
 
 # -- the ranking, on hand-made knowledge bases --------------------------------------------------
 

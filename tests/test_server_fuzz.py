@@ -12,8 +12,8 @@ import pytest
 
 import kbcite
 from kbcite.limits import CONTENT_MAX_BYTES
-from test_server import Client, error_of, make_db, structured
-from test_store import dump
+from kbcite.testing import dump_file as dump
+from support.stdio_client import Client, error_of, make_db, structured
 
 # JSON-RPC error codes the server may answer bad input with.
 PARSE, INVALID_REQUEST, NOT_FOUND_METHOD, INVALID_PARAMS = -32700, -32600, -32601, -32602

@@ -14,8 +14,8 @@ import pytest
 from kbcite.server.approval import ApprovalSigner
 from kbcite.server.protocol import SUPPORTED_VERSIONS
 from kbcite.tools import TOOLS
-from test_server import (  # noqa: F401  (fixtures, used by name)
-    EDIT, check_schema, db, edit_args, error_of, start, store_head, store_read, structured,
+from support.stdio_client import (
+    EDIT, check_schema, edit_args, error_of, store_head, store_read, structured,
 )
 
 MODERN = "2026-07-28"

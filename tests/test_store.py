@@ -117,12 +117,6 @@ def conforms(schema, value, where="$"):
         assert value in schema["enum"], where
 
 
-@pytest.fixture
-def kb(store):
-    """The in-memory store with an empty knowledge base KB."""
-    store.create_knowledge_base(KB)
-    return store
-
 
 # -- the tool list ------------------------------------------------------------------------------
 

@@ -49,11 +49,6 @@ def run(*argv, timeout=60):
                           text=True, timeout=timeout, cwd=str(ROOT))
 
 
-@pytest.fixture
-def kb(store):
-    store.create_knowledge_base(KB)
-    return store
-
 
 # -- 1. a file that is not a store is left exactly as it was -----------------------------------
 

@@ -1,4 +1,4 @@
-"""A separate process for test_store_processes.py: races edits, or streams writes until killed.
+"""A separate process for the store process tests: races edits, or streams writes until killed.
 
     python store_worker.py race DB KB ARTICLE NAME   one JSON job per stdin line, one reply each
     python store_worker.py stream DB KB NAME         writes forever, one JSON line per commit
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the checkout
 
 from kbcite import KBStore, ToolError  # noqa: E402
 
