@@ -13,7 +13,7 @@ class DayRun:
         if db_path is not None and "://" not in db_path and os.path.exists(db_path):
             os.remove(db_path)
         if start is not None and start.image is not None and db_path is None:
-            self.store = _store_from_image(start.image, self.clock)
+            self.store = kb_store.KBStore.from_image(start.image, clock=self.clock)
             self.article_ids = list(start.article_ids)
         else:
             self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock, create=True)

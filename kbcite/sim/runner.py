@@ -1,20 +1,3 @@
-# -- the one place sim.py reaches inside the store ---------------------------------------------
-#
-# KBStore has no public way to copy its database, and copying a seed's start of day is cheaper
-# than building it three times. If the store's internals change, these two functions are what
-# to adapt, or to drop: prepare() without an image (the plain build) is always correct.
-
-
-def _database_image(store):
-    """The store's whole database as bytes, or ``None`` where it cannot be had."""
-    return store.image()
-
-
-def _store_from_image(image, clock):
-    """A new in-memory store holding a copy of the database ``image``."""
-    return kb_store.KBStore.from_image(image, clock=clock)
-
-
 # -- one seed, many seeds ----------------------------------------------------------------------
 
 
@@ -40,7 +23,7 @@ def prepare(seed, config, image=True):
     store = kb_store.KBStore(":memory:", clock=SimClock())
     try:
         article_ids = fill_store(store, plan)
-        return Start(plan, _database_image(store), article_ids)
+        return Start(plan, store.image(), article_ids)
     finally:
         store.close()
 
