@@ -17,12 +17,23 @@ from pathlib import Path
 
 import pytest
 
-import kb_store
-import sim
+from kbcite.sim import cli as sim_cli, day as sim_day, plan as sim_plan
+from kbcite.sim.agent import Agent
+from kbcite.sim.cli import main, parse_delays, parse_seeds
+from kbcite.sim.day import DayRun, fill_store
+from kbcite.sim.expectations import p_touched, p_touched_by_end, zipf_weights
+from kbcite.sim.model import (ACTIONS, CHECK_STEP, CITATIONS_PER_ANSWER, EDIT_STEP, HOUR_US, KB_ID,
+                              MAX_ARTICLES, QUESTION_STEP, SAVE_STEP, Change, Config, Save,
+                              SimClock)
+from kbcite.sim.oracle import Oracle
+from kbcite.sim.plan import (draw_plan, draw_rank, make_titles, people_saves, shuffled, top_share,
+                             zipf_cumulative)
+from kbcite.sim.runner import PARTS, prepare, run, run_part
+from kbcite.store import KBStore
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "sim-seeds-1-5.json"
-SMALL = sim.Config(articles=60, questions=24, saves=60, hours=4)
+SMALL = Config(articles=60, questions=24, saves=60, hours=4)
 
 
 def without_timing(report):
@@ -109,17 +120,17 @@ def test_json_has_the_documented_keys(default_run):
 
 
 def test_same_counts_in_one_process_and_in_two():
-    one = sim.run([3, 4], SMALL, processes=1)
-    two = sim.run([3, 4], SMALL, processes=2)
+    one = run([3, 4], SMALL, processes=1)
+    two = run([3, 4], SMALL, processes=2)
     assert without_timing(one) == without_timing(two)
 
 
 def test_a_copied_start_of_day_runs_as_a_built_one():
-    start = sim.prepare(2, SMALL)
+    start = prepare(2, SMALL)
     if hasattr(sqlite3.Connection, "serialize"):  # Python 3.11 on: the image is used
         assert start.image and len(start.article_ids) == SMALL.articles
-    for part in sim.PARTS:
-        assert sim.run_part(2, SMALL, part, start=start) == sim.run_part(2, SMALL, part)
+    for part in PARTS:
+        assert run_part(2, SMALL, part, start=start) == run_part(2, SMALL, part)
 
 
 def test_plan_draws_only_through_random(monkeypatch):
@@ -133,8 +144,8 @@ def test_plan_draws_only_through_random(monkeypatch):
                 used.append(name)
             return super().__getattribute__(name)
 
-    monkeypatch.setattr(sim.random, "Random", Recording)
-    plan = sim.draw_plan(7, SMALL)
+    monkeypatch.setattr(sim_plan.random, "Random", Recording)
+    plan = draw_plan(7, SMALL)
     assert used == []
     assert len(plan.questions) == SMALL.questions and len(plan.saves) == SMALL.saves
 
@@ -143,33 +154,33 @@ def test_plan_draws_only_through_random(monkeypatch):
 
 
 def test_zipf_top10_share_is_the_articles_36_7_percent():
-    cumulative = sim.zipf_cumulative(400, 0.9)
-    assert round(sim.top_share(cumulative, 10), 3) == 0.367
+    cumulative = zipf_cumulative(400, 0.9)
+    assert round(top_share(cumulative, 10), 3) == 0.367
     rng = random.Random(12345)
     n = 200000
-    top = sum(1 for _ in range(n) if sim.draw_rank(cumulative, rng.random()) < 10)
+    top = sum(1 for _ in range(n) if draw_rank(cumulative, rng.random()) < 10)
     assert abs(top / n - 0.36696) < 0.005
 
 
 def test_uniform_zipf_exponent_zero_is_flat():
-    cumulative = sim.zipf_cumulative(10, 0.0)
+    cumulative = zipf_cumulative(10, 0.0)
     assert [round(c, 10) for c in cumulative] == [round((i + 1) / 10, 10) for i in range(10)]
 
 
 def test_save_mix_on_a_large_sample():
-    plan = sim.draw_plan(1, sim.Config(articles=50, questions=1, saves=20000))
+    plan = draw_plan(1, Config(articles=50, questions=1, saves=20000))
     kinds = [s.kind for s in plan.saves]
     assert abs(kinds.count("content") / 20000 - 0.85) < 0.01
     assert abs(kinds.count("content_title") / 20000 - 0.10) < 0.01
     assert abs(kinds.count("unpublish") / 20000 - 0.05) < 0.006
-    assert all(0 <= s.t_us < 8 * sim.HOUR_US for s in plan.saves)
+    assert all(0 <= s.t_us < 8 * HOUR_US for s in plan.saves)
     assert [s.t_us for s in plan.saves] == sorted(s.t_us for s in plan.saves)
 
 
 def test_questions_and_saves_follow_one_ranking():
-    plan = sim.draw_plan(2, sim.Config(articles=100, questions=5000, saves=5000))
+    plan = draw_plan(2, Config(articles=100, questions=5000, saves=5000))
     top = set(plan.ranking[:10])
-    expected = sim.top_share(sim.zipf_cumulative(100, 0.9), 10)
+    expected = top_share(zipf_cumulative(100, 0.9), 10)
     q_share = sum(q.target in top for q in plan.questions) / 5000
     s_share = sum(s.zipf_article in top for s in plan.saves) / 5000
     u_share = sum(s.uniform_article in top for s in plan.saves) / 5000
@@ -179,8 +190,8 @@ def test_questions_and_saves_follow_one_ranking():
 
 def test_shuffle_is_a_permutation_and_titles_are_unique():
     rng = random.Random(5)
-    assert sorted(sim.shuffled(rng, range(100))) == list(range(100))
-    titles, subjects = sim.make_titles(random.Random(9), 3000)
+    assert sorted(shuffled(rng, range(100))) == list(range(100))
+    titles, subjects = make_titles(random.Random(9), 3000)
     assert len(set(titles)) == 3000 and len(subjects) == 3000
 
 
@@ -189,7 +200,7 @@ def test_shuffle_is_a_permutation_and_titles_are_unique():
 
 # A small day, quick enough for 200 seeds in one process, with enough citations, saves and edits
 # per seed that every figure has something to count.
-TINY = sim.Config(articles=40, questions=20, saves=30, hours=2)
+TINY = Config(articles=40, questions=20, saves=30, hours=2)
 
 
 def mean_and_se(values):
@@ -203,7 +214,7 @@ def figures(r, mode):
     """(label, measured, expected) of one seed's checked day."""
     end, expected = r[mode]["hourly"][-1], r[mode]["expected"]
     rows = [("%s: stale at position %d" % (mode, p + 1), r[mode]["by_position"][p]["stale"],
-             expected["by_position"][p]["stale"]) for p in range(sim.CITATIONS_PER_ANSWER)]
+             expected["by_position"][p]["stale"]) for p in range(CITATIONS_PER_ANSWER)]
     title = r[mode]["detection"]["title_only"]
     return rows + [
         (mode + ": answers with a stale citation", end["answers_with_stale"],
@@ -227,7 +238,7 @@ def edit_figures(r):
 
 @pytest.fixture(scope="module")
 def many_seeds():
-    return sim.run(list(range(1, 201)), TINY, processes=1)
+    return run(list(range(1, 201)), TINY, processes=1)
 
 
 def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(many_seeds):
@@ -273,28 +284,28 @@ def test_closed_forms_are_the_model_averaged_over_read_times():
     saves = 300
     for q in (1 / 400, 0.01, 0.11):
         steps = 20000
-        average = sum(sim.p_touched(q, (i + 0.5) / steps, saves) for i in range(steps)) / steps
-        assert abs(sim.p_touched_by_end(q, saves) - average) < 1e-6
+        average = sum(p_touched(q, (i + 0.5) / steps, saves) for i in range(steps)) / steps
+        assert abs(p_touched_by_end(q, saves) - average) < 1e-6
     # One save on an article of chance q within the whole day: q exactly.
-    assert abs(sim.p_touched(0.2, 1.0, 1) - 0.2) < 1e-12
-    assert sim.p_touched_by_end(0.0, saves) == 0.0
-    weights = sim.zipf_weights(400, 0.9)
+    assert abs(p_touched(0.2, 1.0, 1) - 0.2) < 1e-12
+    assert p_touched_by_end(0.0, saves) == 0.0
+    weights = zipf_weights(400, 0.9)
     assert abs(sum(weights) - 1) < 1e-12 and round(sum(weights[:10]), 3) == 0.367
 
 
 def test_expectations_do_not_read_what_the_run_measured(monkeypatch):
     """The expectations see which articles were cited when, never a measured status."""
-    healthy = sim.run([6], TINY, processes=1)
+    healthy = run([6], TINY, processes=1)
     plant_saves_that_keep_their_version(monkeypatch)
-    broken = sim.run([6], TINY, processes=1)
+    broken = run([6], TINY, processes=1)
     assert broken["staleness"] != healthy["staleness"]
     assert broken["expected"]["zipf"] == healthy["expected"]["zipf"]
     assert broken["expected"]["uniform"] == healthy["expected"]["uniform"]
 
 
 def test_topical_popularity_moves_only_the_ranking():
-    independent = sim.draw_plan(3, sim.Config())
-    topical = sim.draw_plan(3, sim.Config(popularity="topical"))
+    independent = draw_plan(3, Config())
+    topical = draw_plan(3, Config(popularity="topical"))
     assert topical.titles == independent.titles
     assert [(q.t_us, independent.ranking.index(q.target)) for q in independent.questions] == \
         [(q.t_us, topical.ranking.index(q.target)) for q in topical.questions]
@@ -306,17 +317,17 @@ def test_topical_popularity_moves_only_the_ranking():
 
 def test_paraphrased_questions_are_action_and_subject_only(monkeypatch):
     asked = []
-    answer = sim.Agent.answer
+    answer = Agent.answer
 
     def recording(self, question_text):
         asked.append(question_text)
         return answer(self, question_text)
 
-    monkeypatch.setattr(sim.Agent, "answer", recording)
-    config = sim.Config(articles=60, questions=24, saves=60, hours=4, questions_from="paraphrase")
-    plan = sim.draw_plan(5, config)
-    sim.DayRun(plan, config).run()
-    actions = {a.lower() for a in sim.ACTIONS}
+    monkeypatch.setattr(Agent, "answer", recording)
+    config = Config(articles=60, questions=24, saves=60, hours=4, questions_from="paraphrase")
+    plan = draw_plan(5, config)
+    DayRun(plan, config).run()
+    actions = {a.lower() for a in ACTIONS}
     for question, text in zip(plan.questions, asked):
         subject = plan.subjects[question.target][1].lower()
         assert text.endswith(" " + subject) and text[:-len(subject) - 1] in actions
@@ -330,15 +341,15 @@ class Timeline:
     """A tiny knowledge base and an agent, with a clock moved by hand."""
 
     def __init__(self):
-        self.clock = sim.SimClock()
-        self.store = kb_store.KBStore(clock=self.clock)
-        self.store.create_knowledge_base(sim.KB_ID)
+        self.clock = SimClock()
+        self.store = KBStore(clock=self.clock)
+        self.store.create_knowledge_base(KB_ID)
         self.ids = {}
         for title in ("Reset passwords for admins", "Export invoices in bulk",
                       "Rotate API keys on iOS"):
             self.ids[title] = self.store.create_article(
-                sim.KB_ID, title, "How to %s. Steps follow." % title.lower())
-        self.agent = sim.Agent(self.store)
+                KB_ID, title, "How to %s. Steps follow." % title.lower())
+        self.agent = Agent(self.store)
 
     def at(self, minutes):
         self.clock.t_us = minutes * 60 * 1000000
@@ -371,7 +382,7 @@ def test_content_only_edit_is_caught_by_reread_and_poll_never_by_title(timeline)
     timeline.at(1)
     timeline.agent.answer("reset passwords admins")
     timeline.at(30)
-    timeline.store.save_article(sim.KB_ID, timeline.ids[title], content="New steps.")
+    timeline.store.save_article(KB_ID, timeline.ids[title], content="New steps.")
     title_only, reread, poll = timeline.checks()
     key = cited(timeline, title).key
     assert title_only[key] == "fresh"
@@ -383,7 +394,7 @@ def test_retitle_is_caught_by_all_three(timeline):
     timeline.at(1)
     timeline.agent.answer("export invoices bulk")
     timeline.at(30)
-    timeline.store.save_article(sim.KB_ID, timeline.ids[title], title="Export every invoice")
+    timeline.store.save_article(KB_ID, timeline.ids[title], title="Export every invoice")
     title_only, reread, poll = timeline.checks()
     key = cited(timeline, title).key
     assert (title_only[key], reread[key], poll[key]) == ("stale", "changed", "changed")
@@ -395,11 +406,11 @@ def test_unpublish_is_gone_and_republish_is_changed(timeline):
     timeline.agent.answer("rotate api keys ios")
     key = cited(timeline, title).key
     timeline.at(30)
-    timeline.store.unpublish(sim.KB_ID, timeline.ids[title])
+    timeline.store.unpublish(KB_ID, timeline.ids[title])
     title_only, reread, poll = timeline.checks()
     assert (title_only[key], reread[key], poll[key]) == ("stale", "gone", "gone")
     timeline.at(90)
-    timeline.store.publish(sim.KB_ID, timeline.ids[title])
+    timeline.store.publish(KB_ID, timeline.ids[title])
     title_only, reread, poll = timeline.checks()
     assert (title_only[key], reread[key], poll[key]) == ("fresh", "changed", "changed")
 
@@ -413,7 +424,7 @@ def test_poll_rereads_only_cited_articles_that_changed(timeline):
                if i not in {c.article_id for c in timeline.agent.citations}]
     timeline.at(30)
     for article_id in uncited:
-        timeline.store.save_article(sim.KB_ID, article_id, content="Changed elsewhere.")
+        timeline.store.save_article(KB_ID, article_id, content="Changed elsewhere.")
     timeline.agent.check_poll()
     after = timeline.agent.cost["poll"]
     assert after["events"] - before["events"] == len(uncited)
@@ -427,7 +438,7 @@ def test_citation_given_after_the_change_is_not_stale(timeline):
     timeline.agent.answer("export invoices bulk")
     timeline.agent.check_poll()
     timeline.at(10)
-    timeline.store.save_article(sim.KB_ID, timeline.ids[title], content="Changed first.")
+    timeline.store.save_article(KB_ID, timeline.ids[title], content="Changed first.")
     timeline.at(20)
     timeline.agent.answer("reset passwords admins")  # cites the version after the change
     _, reread, poll = timeline.checks()
@@ -442,9 +453,9 @@ def test_a_strategy_that_misses_a_change_fails_the_run(monkeypatch, capsys):
     def blind_poll(self):
         return {c.key: "fresh" for c in self.citations}
 
-    monkeypatch.setattr(sim.Agent, "check_poll", blind_poll)
-    status = sim.main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
-                       "--hours", "4", "--processes", "1"])
+    monkeypatch.setattr(Agent, "check_poll", blind_poll)
+    status = main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                   "--hours", "4", "--processes", "1"])
     assert status == 1
     err = capsys.readouterr().err
     assert "check failed: seed 4, hour" in err and "by poll" in err and "support/art-" in err
@@ -457,7 +468,7 @@ def plant_saves_that_keep_their_version(monkeypatch):
     person's save the content and title change, but every read, search hit and editor view
     still shows the version the article had before its first save.
     """
-    class KeepsOldVersions(kb_store.KBStore):
+    class KeepsOldVersions(KBStore):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.kept = {}
@@ -484,18 +495,18 @@ def plant_saves_that_keep_their_version(monkeypatch):
                 value["updated_at"] = self.kept[value["article_id"]]
             return value
 
-    monkeypatch.setattr(kb_store, "KBStore", KeepsOldVersions)
+    monkeypatch.setattr(sim_day, "KBStore", KeepsOldVersions)
 
 
 def test_a_store_whose_saves_keep_the_old_version_fails_the_run(monkeypatch, capsys):
-    healthy = sim.run([4], SMALL, processes=1)
+    healthy = run([4], SMALL, processes=1)
     plant_saves_that_keep_their_version(monkeypatch)
-    status = sim.main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
-                       "--hours", "4", "--processes", "1"])
+    status = main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                   "--hours", "4", "--processes", "1"])
     assert status == 1
     err = capsys.readouterr().err
     assert "is changed by the schedule, fresh by the database" in err
-    broken = sim.run([4], SMALL, processes=1)
+    broken = run([4], SMALL, processes=1)
     det = broken["detection"]
     # The database, re-read and poll agree with each other, as they did before the oracle: the
     # rows they all read are wrong. Only the schedule, which reads no row, sees the saves.
@@ -511,21 +522,21 @@ def test_a_store_whose_saves_keep_the_old_version_fails_the_run(monkeypatch, cap
 
 def test_oracle_on_a_hand_made_schedule():
     def change(t, article, kind, title):
-        save = sim.Save(t, kind, article, article, (0.0,) * 9)
-        return sim.Change((t, sim.SAVE_STEP, t), article, save, title, "Reset")
+        save = Save(t, kind, article, article, (0.0,) * 9)
+        return Change((t, SAVE_STEP, t), article, save, title, "Reset")
 
     titles = ["Reset a", "Reset b"]
-    oracle = sim.Oracle(titles, [change(10, 0, "content", "Reset a"),
-                                 change(20, 0, "content_title", "Sync a"),
-                                 change(30, 0, "content_title", "Reset a"),
-                                 change(40, 1, "unpublish", "Reset b"),
-                                 change(50, 1, "content", "Reset b")])
+    oracle = Oracle(titles, [change(10, 0, "content", "Reset a"),
+                             change(20, 0, "content_title", "Sync a"),
+                             change(30, 0, "content_title", "Reset a"),
+                             change(40, 1, "unpublish", "Reset b"),
+                             change(50, 1, "content", "Reset b")])
 
     def read(t):
-        return (t, sim.QUESTION_STEP, 0)
+        return (t, QUESTION_STEP, 0)
 
     def check(t):
-        return (t, sim.CHECK_STEP, 0)
+        return (t, CHECK_STEP, 0)
 
     assert oracle.status(0, read(10), check(15)) == ("fresh", None)  # the save came first
     assert oracle.status(0, read(5), check(15)) == ("changed", "content_only")
@@ -534,10 +545,10 @@ def test_oracle_on_a_hand_made_schedule():
     assert oracle.status(1, read(5), check(45)) == ("gone", "gone")
     assert oracle.status(1, read(5), check(99)) == ("gone", "gone")  # a draft save: still gone
     assert oracle.title_at(0, read(25)) == "Sync a"
-    own = [(60, sim.EDIT_STEP, 3)]
-    assert oracle.edit(0, read(35), (70, sim.EDIT_STEP, 4), own) == "changed"
-    assert oracle.edit(0, read(35), (55, sim.EDIT_STEP, 4), own) == "accepted"
-    assert oracle.edit(1, read(35), (45, sim.EDIT_STEP, 4), own) == "gone"
+    own = [(60, EDIT_STEP, 3)]
+    assert oracle.edit(0, read(35), (70, EDIT_STEP, 4), own) == "changed"
+    assert oracle.edit(0, read(35), (55, EDIT_STEP, 4), own) == "accepted"
+    assert oracle.edit(1, read(35), (45, EDIT_STEP, 4), own) == "gone"
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -555,7 +566,7 @@ def test_oracle_on_a_hand_made_schedule():
 ])
 def test_bad_arguments_get_a_clear_error(argv, needle, capsys):
     with pytest.raises(SystemExit) as exc:
-        sim.main(argv)
+        main(argv)
     assert exc.value.code == 2
     assert needle in capsys.readouterr().err
 
@@ -564,28 +575,28 @@ def test_unusable_paths_are_refused_before_any_work(tmp_path, monkeypatch, capsy
     def no_run(*args, **kwargs):
         raise AssertionError("the day ran before its arguments were checked")
 
-    monkeypatch.setattr(sim, "run", no_run)
+    monkeypatch.setattr(sim_cli, "run", no_run)
     a_file = tmp_path / "a-file"
     a_file.write_text("x", encoding="utf-8")
     for argv, needle in (
             (["--json", str(tmp_path / "missing" / "out.json")], "--json: cannot write"),
             (["--json", str(tmp_path)], "--json: cannot write"),
             (["--db-dir", str(a_file / "dbs")], "--db-dir: cannot keep databases in"),
-            (["--articles", str(sim.MAX_ARTICLES + 1)], "to %d (the distinct titles"
-             % sim.MAX_ARTICLES)):
+            (["--articles", str(MAX_ARTICLES + 1)], "to %d (the distinct titles"
+             % MAX_ARTICLES)):
         with pytest.raises(SystemExit) as exc:
-            sim.main(argv)
+            main(argv)
         assert exc.value.code == 2
         assert needle in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no probe left behind
 
 
 def test_every_title_of_the_vocabulary_can_be_drawn(monkeypatch):
-    monkeypatch.setattr(sim, "ACTIONS", ("Reset", "Sync"))
-    monkeypatch.setattr(sim, "SUBJECTS", ("invoices",))
-    monkeypatch.setattr(sim, "AUDIENCES", ("for admins", "on iOS"))
-    monkeypatch.setattr(sim, "SURFACES", ("in Settings",))
-    titles, _ = sim.make_titles(random.Random(3), 8)
+    monkeypatch.setattr(sim_plan, "ACTIONS", ("Reset", "Sync"))
+    monkeypatch.setattr(sim_plan, "SUBJECTS", ("invoices",))
+    monkeypatch.setattr(sim_plan, "AUDIENCES", ("for admins", "on iOS"))
+    monkeypatch.setattr(sim_plan, "SURFACES", ("in Settings",))
+    titles, _ = make_titles(random.Random(3), 8)
     assert len(set(titles)) == 8
 
 
@@ -602,36 +613,36 @@ def test_a_closed_stdout_ends_quietly():
 
 
 def test_argument_forms():
-    assert sim.parse_seeds("1-5") == [1, 2, 3, 4, 5]
-    assert sim.parse_seeds("1,3,7") == [1, 3, 7]
-    assert sim.parse_seeds("3") == [3]
-    assert sim.parse_seeds("2,1-3") == [2, 1, 3]
-    assert sim.parse_delays("10s,10m,1h,4h") == (10, 600, 3600, 14400)
-    assert sim.parse_delays("30") == (30,)
+    assert parse_seeds("1-5") == [1, 2, 3, 4, 5]
+    assert parse_seeds("1,3,7") == [1, 3, 7]
+    assert parse_seeds("3") == [3]
+    assert parse_seeds("2,1-3") == [2, 1, 3]
+    assert parse_delays("10s,10m,1h,4h") == (10, 600, 3600, 14400)
+    assert parse_delays("30") == (30,)
 
 
 def test_db_dir_keeps_each_runs_database(tmp_path):
-    report = sim.run([2], SMALL, db_dir=str(tmp_path), processes=1)
+    report = run([2], SMALL, db_dir=str(tmp_path), processes=1)
     names = sorted(p.name for p in tmp_path.glob("*.db"))
     assert names == ["seed2-edits.db", "seed2-uniform.db", "seed2-zipf.db"]
-    with kb_store.KBStore(str(tmp_path / "seed2-zipf.db")) as store:
+    with KBStore(str(tmp_path / "seed2-zipf.db")) as store:
         assert store.audit() == []
-        assert store.head_sequence(sim.KB_ID) > SMALL.articles
+        assert store.head_sequence(KB_ID) > SMALL.articles
         # An unpublish withdraws an article for the rest of the day; later saves edit drafts.
-        plan = sim.draw_plan(2, SMALL)
-        withdrawn = {c.article for c in sim.people_saves(plan, False)
+        plan = draw_plan(2, SMALL)
+        withdrawn = {c.article for c in people_saves(plan, False)
                      if c.save.kind == "unpublish"}
-        with kb_store.KBStore() as fresh:  # the IDs the run's build gave, in plan order
-            ids = sim.fill_store(fresh, plan)
+        with KBStore() as fresh:  # the IDs the run's build gave, in plan order
+            ids = fill_store(fresh, plan)
         hidden = {i for i, article_id in enumerate(ids)
-                  if not store.get_article(sim.KB_ID, article_id)["published"]}
+                  if not store.get_article(KB_ID, article_id)["published"]}
         assert withdrawn and hidden == withdrawn
     assert report["check_mismatches"] == []
 
 
 def test_small_edit_experiment_accounts_for_every_edit():
-    report = sim.run([1, 2], sim.Config(articles=80, questions=40, saves=120, hours=4),
-                     processes=1)
+    report = run([1, 2], Config(articles=80, questions=40, saves=120, hours=4),
+                 processes=1)
     for row in report["edits"]:
         assert row["edits"] == 20
         assert row["edits"] == (row["accepted_first_try"] + row["rejected_changed"]
@@ -644,9 +655,9 @@ def test_small_edit_experiment_accounts_for_every_edit():
 
 def test_the_day_on_postgresql_counts_what_it_counts_on_sqlite(postgres):
     """The same seeds on both engines: 0 mismatches, and the same figures (same ranking)."""
-    config = sim.Config(articles=60, questions=24, saves=60, hours=4)
-    on_sqlite = sim.run([3], config, processes=1)
-    on_postgres = sim.run([3], config, processes=1, db_url=postgres[1])
+    config = Config(articles=60, questions=24, saves=60, hours=4)
+    on_sqlite = run([3], config, processes=1)
+    on_postgres = run([3], config, processes=1, db_url=postgres[1])
     assert on_postgres["check_mismatches"] == []
     assert without_timing(on_postgres) == without_timing(on_sqlite)
 

@@ -1,4 +1,9 @@
-# -- the agent ---------------------------------------------------------------------------------
+"""The scripted agent: it answers questions and checks its old citations through the store's
+tools alone (``call_tool``), as an agent on the MCP server would.
+"""
+
+from ..errors import NotFound
+from .model import CITATIONS_PER_ANSWER, KB_ID, TITLE_LOOKUP_HITS, Citation
 
 
 class Agent:
@@ -32,7 +37,7 @@ class Agent:
         try:
             return self.call("read_knowledge_article", knowledge_base_id=KB_ID,
                              article_id=article_id)
-        except kb_store.NotFound:
+        except NotFound:
             return None
 
     def answer(self, question_text):

@@ -1,29 +1,24 @@
-"""A simulated support day that reproduces, and checks, the article's measurements.
-
-For each seed: 400 articles, 120 questions and 300 people's saves over 8 hours, popularity
-Zipf (s = 0.9) over one ranking for both questions and saves. A scripted agent answers each
-question through the four tools (search, read the top two hits, keep both citations) and, every
-hour, checks all citations given so far three ways: by title only, by re-reading every cited
-article, and by polling the event log and re-reading only what changed. The truth comes from
-an oracle that never calls the store: the plan's schedule of saves and the times the agent read
-what it cited. The database's rows, re-read and poll must all agree with it at every check,
-and every edit must get the verdict the schedule implies, or the run fails. A control day
-spreads the same saves uniformly; an edit experiment sends each answer's first citation back
-as ``expected_version`` after a delay, and replays every successful edit. A save to a withdrawn
-article keeps it withdrawn: nobody publishes during the day. Beside each headline figure the
-report prints its closed-form expectation, from the model's parameters and what the agent
-cited when; ``--popularity`` and ``--questions-from`` vary two modelling choices (see
-docs/simulation.md and ``bench/sensitivity.py``).
-
-    python sim.py --seeds 1-5             # the article's run: tables on stdout
-    python sim.py --seeds 1-5 --json out.json --per-seed
-
-All randomness comes from one ``random.Random(seed)`` per seed, drawn only through
-``.random()``, so the same arguments give the same counts on every Python from 3.9 on.
+"""The command line of the simulated day (``kb-sim``, ``python sim.py``, ``python -m kbcite.sim``):
+its arguments, checked before the run, and the run's tables, JSON and exit status.
 """
 
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
 
-# -- command line ------------------------------------------------------------------------------
+from ..engines import POSTGRES_SCHEMES
+from ..errors import ToolError
+from ..validation import clip
+from .model import (ACTIONS, AUDIENCES, MAX_ARTICLES, MAX_HOURS, MAX_QUESTIONS, MAX_SAVES,
+                    POPULARITY, QUESTIONS_FROM, SUBJECTS, SURFACES, Config)
+from .report import render
+from .runner import run
+
+# --help's, and the first line of the package's docstring, which tells the rest.
+DESCRIPTION = "A simulated support day that reproduces, and checks, the article's measurements."
 
 
 def parse_seeds(text):
@@ -101,21 +96,23 @@ def directory_error(path):
 
 def database_error(url):
     """Why the simulation cannot run on PostgreSQL at ``url``, or ``None``: tried before a run."""
-    if not url.startswith(kb_store.POSTGRES_SCHEMES):
+    if not url.startswith(POSTGRES_SCHEMES):
         return ("%s is not a postgresql:// URL (keep SQLite files with --db-dir DIR)"
-                % kb_store.kb_core.clip(url))
+                % clip(url))
     try:
-        import kb_postgres
+        # Imported here: PostgreSQL's driver loads only for a run that asks for it.
+        from ..engines.postgres import drop_schema, schema_address
 
-        kb_postgres.schema_address(url, "sim_probe", fresh=True)
-        kb_postgres.drop_schema(url, "sim_probe")
-    except (kb_store.ToolError, ValueError) as exc:
+        schema_address(url, "sim_probe", fresh=True)
+        drop_schema(url, "sim_probe")
+    except (ToolError, ValueError) as exc:
         return getattr(exc, "message", str(exc))
     return None
 
 
-def _parser():
-    p = argparse.ArgumentParser(prog="sim.py", description=__doc__.split("\n\n")[0])
+def _parser(prog=None):
+    # Without a prog argparse names the program as it was started: kb-sim, or sim.py.
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     d = Config()
     p.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"),
                    help="N, A-B or a comma list (default 1-5)")
@@ -150,9 +147,9 @@ def _parser():
     return p
 
 
-def main(argv=None):
+def main(argv=None, prog=None):
     """Run the simulation, print the tables, and exit non-zero if a check failed."""
-    parser = _parser()
+    parser = _parser(prog)
     args = parser.parse_args(argv)
     config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays,
                     args.popularity, args.questions_from)
@@ -174,23 +171,20 @@ def main(argv=None):
                 json.dump(report, fh, indent=1, sort_keys=True)
                 fh.write("\n")
         except OSError as exc:  # checked before the run, yet the disk can still fill up
-            print("sim.py: --json: cannot write %s: %s" % (args.json, exc.strerror or exc),
-                  file=sys.stderr)
+            print("%s: --json: cannot write %s: %s"
+                  % (parser.prog, args.json, exc.strerror or exc), file=sys.stderr)
             status = 1
     try:
         print(render(report, per_seed=args.per_seed))
         sys.stdout.flush()
     except BrokenPipeError:
-        # The reader left (``sim.py | head``): say nothing more to it, and let the interpreter's
+        # The reader left (``kb-sim | head``): say nothing more to it, and let the interpreter's
         # last flush go nowhere instead of raising again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     failed = report["check_mismatches"]
     for line in failed[:20]:
-        print("sim.py: check failed: %s" % line, file=sys.stderr)
+        print("%s: check failed: %s" % (parser.prog, line), file=sys.stderr)
     if len(failed) > 20:
-        print("sim.py: ... and %d more failed checks" % (len(failed) - 20), file=sys.stderr)
+        print("%s: ... and %d more failed checks" % (parser.prog, len(failed) - 20),
+              file=sys.stderr)
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,35 @@
-# -- one run of the day ------------------------------------------------------------------------
+"""One run of a seed's day on one store: people's saves, the agent's answers, and its hourly
+checks or its edits, in the order of the day.
+"""
+
+import os
+from datetime import timedelta
+
+from ..errors import NotFound, ToolError, VersionConflict
+from ..store import KBStore
+from .agent import Agent
+from .expectations import expected_checks, expected_edits, save_chances
+from .model import (CHECK_STEP, CITATIONS_PER_ANSWER, DAY_START, EDIT_STEP, HOUR_US, KB_ID,
+                    QUESTION_STEP, SimClock, delay_text)
+from .oracle import Oracle
+from .plan import make_paragraph, people_saves
+
+
+def fill_store(store, plan):
+    """The knowledge base at the start of the day: every article published; returns their IDs."""
+    store.create_knowledge_base(KB_ID, "Support")
+    return store.create_articles(KB_ID, list(zip(plan.titles, plan.bodies)))
+
+
+def start_of_day(plan):
+    """The start of the day built once in memory: its database image (``None`` where the store
+    cannot copy itself) and the articles' IDs."""
+    store = KBStore(":memory:", clock=SimClock())
+    try:
+        article_ids = fill_store(store, plan)
+        return store.image(), article_ids
+    finally:
+        store.close()
 
 
 class DayRun:
@@ -13,10 +44,10 @@ class DayRun:
         if db_path is not None and "://" not in db_path and os.path.exists(db_path):
             os.remove(db_path)
         if start is not None and start.image is not None and db_path is None:
-            self.store = kb_store.KBStore.from_image(start.image, clock=self.clock)
+            self.store = KBStore.from_image(start.image, clock=self.clock)
             self.article_ids = list(start.article_ids)
         else:
-            self.store = kb_store.KBStore(db_path or ":memory:", clock=self.clock, create=True)
+            self.store = KBStore(db_path or ":memory:", clock=self.clock, create=True)
         self.agent = Agent(self.store)
         self.changes = people_saves(plan, uniform)
         self.oracle = Oracle(plan.titles, self.changes)
@@ -145,7 +176,7 @@ class DayRun:
             result = self.agent.call("edit_knowledge_article", **args)
             row["accepted_first_try"] += 1
             found = "accepted"
-        except kb_store.VersionConflict:
+        except VersionConflict:
             row["rejected_changed"] += 1
             found = "changed"
             # The mechanical fix: re-read, re-apply the change to what is there, new version.
@@ -160,16 +191,16 @@ class DayRun:
                 try:
                     result = self.agent.call("edit_knowledge_article", **args)
                     row["retries_succeeded"] += 1
-                except kb_store.ToolError:
+                except ToolError:
                     row["retries_failed"] += 1
                     found = "changed, then the retry failed"
-        except kb_store.NotFound:
+        except NotFound:
             row["rejected_gone"] += 1
             found = "gone"
         if found != expected:
             self.mismatches.append(
                 "seed %d, edit of answer %d after %s: %s by the schedule, %s by the store"
-                % (self.plan.seed, i + 1, _delay_text(delay), expected, found))
+                % (self.plan.seed, i + 1, delay_text(delay), expected, found))
         if found in ("accepted", "changed"):
             self._replay(args, result)
 

@@ -1,5 +1,10 @@
-# -- closed-form expectations -----------------------------------------------------------------
-#
+"""Closed-form expectations of the day's figures, from the model's parameters and what the agent
+cited when; they never see a measured count.
+"""
+
+from .model import CITATIONS_PER_ANSWER, TITLE_VISIBLE_SHARE, UNPUBLISH_SHARE
+from .oracle import any_between
+
 # Each of a day's S people's saves falls at a uniform time and picks an article with its save
 # chance q (Zipf by the ranking, or 1/N), independently of everything before it. So a version
 # read with a share x of the saving day left is overtaken by the end of the day with chance
@@ -9,7 +14,8 @@
 # functions never see a measured count.
 
 
-def _round(x):
+def rounded(x):
+    """``x`` to four decimals, the precision of every expectation in the report."""
     # Four decimals keep the JSON identical across platforms whose pow() differs in the last bit.
     return round(x, 4)
 
@@ -74,10 +80,10 @@ def expected_checks(q, reads, answers, versions, saves, day_us):
         distinct["stale_distinct"] += p_touched(q_c, x, saves)
         distinct["title_only_distinct"] += p_touched(TITLE_VISIBLE_SHARE * q_c, x, saves)
         distinct["gone_distinct"] += p_touched(UNPUBLISH_SHARE * q_c, x, saves)
-    out = {"by_position": [{"position": p + 1, "stale": _round(v)}
+    out = {"by_position": [{"position": p + 1, "stale": rounded(v)}
                            for p, v in enumerate(positions)],
-           "stale": _round(sum(stale)), "answers_with_stale": _round(with_stale)}
-    out.update((k, _round(v)) for k, v in distinct.items())
+           "stale": rounded(sum(stale)), "answers_with_stale": rounded(with_stale)}
+    out.update((k, rounded(v)) for k, v in distinct.items())
     return out
 
 
@@ -100,7 +106,7 @@ def expected_edits(q, edits, delays, saves, day_us):
         own = any_between(landed[article], read, at)
         rows[delay]["rejected"] += 1.0 if own else p_touched(q[article], window, saves)
         rows[delay]["gone"] += p_touched(UNPUBLISH_SHARE * q[article], window, saves)
-    return [dict(rows[d], rejected=_round(rows[d]["rejected"]), gone=_round(rows[d]["gone"]))
+    return [dict(rows[d], rejected=rounded(rows[d]["rejected"]), gone=rounded(rows[d]["gone"]))
             for d in delays]
 
 
@@ -108,11 +114,11 @@ def model_expectations(config):
     """Expectations from the parameters alone, for a citation read at a uniform time."""
     weights = zipf_weights(config.articles, config.zipf)
     return {
-        "uniform_saves_any_article": _round(p_touched_by_end(1.0 / config.articles,
-                                                             config.saves)),
-        "zipf_saves_question_own_article": _round(
+        "uniform_saves_any_article": rounded(p_touched_by_end(1.0 / config.articles,
+                                                              config.saves)),
+        "zipf_saves_question_own_article": rounded(
             sum(w * p_touched_by_end(w, config.saves) for w in weights)),
-        "zipf_saves_article_of_independent_popularity": _round(
+        "zipf_saves_article_of_independent_popularity": rounded(
             sum(p_touched_by_end(w, config.saves) for w in weights) / config.articles),
     }
 

@@ -1,16 +1,19 @@
+"""The model's fixed parts: its constants and vocabulary, the records a day is made of, and the
+simulated clock. Everything else in the simulation stands on this module; it imports none of it.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
 # The day the live tool list was fetched; the article's simulated support day starts then.
 DAY_START = datetime(2026, 11, 8, 9, 0, 0, tzinfo=timezone.utc)
-
 HOUR_US = 3600 * 1000000
-
 KB_ID = "support"
 
 # The article's mix of people's saves: content only, content and title, unpublish.
 SAVE_MIX = (("content", 0.85), ("content_title", 0.10), ("unpublish", 0.05))
-
 # The saves that take a citation out of the title-only check's reach: a retitle or an unpublish.
 UNPUBLISH_SHARE = dict(SAVE_MIX)["unpublish"]
-
 TITLE_VISIBLE_SHARE = dict(SAVE_MIX)["content_title"] + UNPUBLISH_SHARE
 
 # 10 s, 10 min, 1 h, 4 h: from "a few seconds old" to "hours old"; answer i gets delay i mod 4.
@@ -24,14 +27,12 @@ SAVE_STEP, QUESTION_STEP, EDIT_STEP, CHECK_STEP = 0, 1, 2, 3
 # asks search for just those. Looking a title up again it asks for two as well: with one, a
 # longer title holding every word of the cited one can outrank it and raise a false alarm.
 CITATIONS_PER_ANSWER = 2
-
 TITLE_LOOKUP_HITS = 2
 
 # The modelling choices the sensitivity table varies; the first of each is the default. Popularity
 # independent of titles is the article's "one ranking of the articles"; a question in its
 # article's title words is the agent's likeliest query.
 POPULARITY = ("independent", "topical")
-
 QUESTIONS_FROM = ("title", "paraphrase")
 
 # Upper bounds on the command line, so a typo cannot ask for a day that never ends. The bound on
@@ -50,7 +51,6 @@ ACTIONS = (
     "Migrate", "Enable", "Disable", "Rotate", "Recover", "Merge", "Share", "Archive", "Audit",
     "Schedule", "Verify", "Update", "Delete", "Restore", "Sync", "Transfer",
 )
-
 SUBJECTS = (
     "passwords", "two-factor codes", "invoices", "API keys", "webhooks", "SSO login",
     "user roles", "audit logs", "data exports", "billing plans", "team workspaces",
@@ -64,7 +64,6 @@ SUBJECTS = (
     "device sessions", "purchase orders", "credit notes", "usage alerts", "report schedules",
     "field mappings", "status pages",
 )
-
 AUDIENCES = (
     "for admins", "for new users", "for guest users", "on iOS", "on Android", "on Windows",
     "on macOS", "in the EU region", "after a plan change", "with Okta", "with Google Workspace",
@@ -74,12 +73,10 @@ AUDIENCES = (
     "for partner workspaces", "before renewal", "across regions", "with SCIM",
     "for read-only members", "behind a proxy",
 )
-
 SURFACES = (
     "in Settings", "in the Admin console", "in the mobile app", "in the desktop app",
     "through the API", "in Billing", "in the Security tab", "in Reports",
 )
-
 # Body sentences: the opener names the article's action and subject; the rest is generic
 # support prose kept clear of title words, so a title's words find their own articles.
 OPENERS = (
@@ -88,7 +85,6 @@ OPENERS = (
     "A common mistake with {s} is forgetting that", "People who {a} {s} should know that",
     "The fastest way to {a} {s} is when",
 )
-
 MIDDLES = (
     "the owner has confirmed the request in writing",
     "the nightly job has finished",
@@ -105,7 +101,6 @@ MIDDLES = (
     "phones receive the fresh value at next sign-in",
     "messages are delayed while the queue drains",
 )
-
 CLOSERS = (
     "Write to us with the request ID if it still fails.",
     "It takes effect immediately for everyone.",
@@ -116,7 +111,6 @@ CLOSERS = (
     "Large organisations may need a few minutes until it shows.",
     "The related guides below give the steps elsewhere.",
 )
-
 # Every distinct title: action + subject + audience, bare or with one of the surfaces. Drawing
 # that many at random takes a few seconds; one more could never be drawn.
 MAX_ARTICLES = len(ACTIONS) * len(SUBJECTS) * len(AUDIENCES) * (1 + len(SURFACES))
@@ -212,3 +206,11 @@ class SimClock:
 
     def __call__(self):
         return DAY_START + timedelta(microseconds=self.t_us)
+
+
+def delay_text(seconds):
+    """A delay as the tables and messages write it: ``10s``, ``10m``, ``1h``."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return "%d%s" % (seconds // size, unit)
+    return "%ds" % seconds

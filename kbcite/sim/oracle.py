@@ -1,3 +1,10 @@
+"""The oracle: what every check and edit must find, from the schedule of people's saves alone.
+It never calls the store, so a store that answers wrongly cannot also make the truth wrong.
+"""
+
+import bisect
+
+
 def any_between(steps, after, before):
     """Whether sorted ``steps`` holds one strictly between ``after`` and ``before``."""
     return bisect.bisect_right(steps, after) < bisect.bisect_left(steps, before)

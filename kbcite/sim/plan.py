@@ -1,4 +1,12 @@
-# -- drawing the day ---------------------------------------------------------------------------
+"""Drawing one seed's day: its articles, ranking, questions and people's saves, all from one
+``random.Random(seed)`` through ``.random()`` alone; and the schedule of those saves, with the
+titles they leave, replayed from the plan without a store.
+"""
+
+import random
+
+from .model import (ACTIONS, AUDIENCES, CLOSERS, HOUR_US, MIDDLES, OPENERS, SAVE_MIX, SAVE_STEP,
+                    SUBJECTS, SURFACES, Change, Plan, Question, Save)
 
 
 def pick(seq, u):
@@ -133,7 +141,7 @@ def draw_plan(seed, config):
     return Plan(seed, titles, bodies, subjects, ranking, questions, saves)
 
 
-# -- the schedule of people's saves, and the oracle that reads only it -------------------------
+# -- the schedule of people's saves ---------------------------------------------------------
 
 
 def retitle(old, old_action, subject, u, taken):

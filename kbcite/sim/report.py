@@ -1,4 +1,7 @@
-# -- rendering ---------------------------------------------------------------------------------
+"""The report as Markdown: one function a table, and ``render`` joining them."""
+
+from .expectations import p_touched_by_end, saves_for_stale_share
+from .model import ARTICLE, UNPUBLISH_SHARE, Config, delay_text
 
 
 def _pct(n, d):
@@ -111,7 +114,7 @@ def render(report, per_seed=False):
     rows = []
     for e, x in zip(report["edits"], report["expected"]["edits"]):
         rejected = e["rejected_changed"] + e["rejected_gone"]
-        rows.append([_delay_text(e["delay_s"]), _n(e["edits"]), _n(e["accepted_first_try"]),
+        rows.append([delay_text(e["delay_s"]), _n(e["edits"]), _n(e["accepted_first_try"]),
                      _n(e["rejected_changed"]), _n(e["rejected_gone"]),
                      _pct(rejected, e["edits"]), _pct(x["rejected"], e["edits"]),
                      "%.1f" % x["gone"],
@@ -160,11 +163,11 @@ def comparison_rows(report):
     idem = report["idempotency"]
     checks = report["checks"]["zipf"]
     poll = report["cost"]["poll"]
-    by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]),
+    by_delay = "; ".join("%s %s" % (delay_text(e["delay_s"]),
                                     _pct(e["rejected_changed"] + e["rejected_gone"], e["edits"]))
                          for e in edits)
-    expected_by_delay = "; ".join("%s %s" % (_delay_text(e["delay_s"]), _pct(x["rejected"],
-                                                                             e["edits"]))
+    expected_by_delay = "; ".join("%s %s" % (delay_text(e["delay_s"]),
+                                             _pct(x["rejected"], e["edits"]))
                                   for e, x in zip(edits, expected_edits))
     return [
         ["top-10 share of questions / saves", "36.7% / 36.7%",
@@ -280,21 +283,14 @@ def per_seed_table(report):
         row("title only: stale distinct found", det("stale_distinct")),
     ]
     for i, d in enumerate(report["config"]["delays"]):
-        rows.append(row("edits at %s rejected: changed" % _delay_text(d),
+        rows.append(row("edits at %s rejected: changed" % delay_text(d),
                         edit(i, "rejected_changed")))
-        rows.append(row("edits at %s rejected: gone" % _delay_text(d), edit(i, "rejected_gone")))
+        rows.append(row("edits at %s rejected: gone" % delay_text(d), edit(i, "rejected_gone")))
     return markdown_table(header, rows)
 
 
 def _ratio_text(a, b):
     return "%.1fx" % (a / b) if b else "-"
-
-
-def _delay_text(seconds):
-    for unit, size in (("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return "%d%s" % (seconds // size, unit)
-    return "%ds" % seconds
 
 
 def seed_text(seeds):

@@ -1,14 +1,22 @@
-# -- one seed, many seeds ----------------------------------------------------------------------
+"""Running the day: each seed's plan and start of day prepared once, its three runs (the Zipf
+day, the uniform control, the edit trial) spread over a process pool, and the seeds' results
+summed into the report's structure.
+"""
 
+import multiprocessing
+import os
+import sqlite3
+import sys
+import time
+from dataclasses import asdict
+
+from .day import DayRun, start_of_day
+from .expectations import model_expectations, rounded
+from .model import CITATIONS_PER_ANSWER, SAVE_MIX, Start
+from .plan import draw_plan, top_share, zipf_cumulative
 
 # The three runs of a seed's day; each is one task, so a pool of two processes stays balanced.
 PARTS = ("zipf", "uniform", "edits")
-
-
-def fill_store(store, plan):
-    """The knowledge base at the start of the day: every article published; returns their IDs."""
-    store.create_knowledge_base(KB_ID, "Support")
-    return store.create_articles(KB_ID, list(zip(plan.titles, plan.bodies)))
 
 
 def prepare(seed, config, image=True):
@@ -20,12 +28,7 @@ def prepare(seed, config, image=True):
     plan = draw_plan(seed, config)
     if not image or not hasattr(sqlite3.Connection, "serialize"):
         return Start(plan, None, None)
-    store = kb_store.KBStore(":memory:", clock=SimClock())
-    try:
-        article_ids = fill_store(store, plan)
-        return Start(plan, store.image(), article_ids)
-    finally:
-        store.close()
+    return Start(plan, *start_of_day(plan))
 
 
 def run_part(seed, config, part, db_dir=None, start=None, db_url=None):
@@ -40,9 +43,10 @@ def run_part(seed, config, part, db_dir=None, start=None, db_url=None):
     plan = start.plan
     db_path = None if db_dir is None else os.path.join(db_dir, "seed%d-%s.db" % (seed, part))
     if db_url is not None:
-        import kb_postgres
+        # Imported here: PostgreSQL's driver loads only for a run that asks for it.
+        from ..engines.postgres import schema_address
 
-        db_path = kb_postgres.schema_address(db_url, "sim_seed%d_%s" % (seed, part), fresh=True)
+        db_path = schema_address(db_url, "sim_seed%d_%s" % (seed, part), fresh=True)
     result = DayRun(plan, config, uniform=(part == "uniform"), checks=(part != "edits"),
                     edits=(part == "edits"), db_path=db_path, start=start).run()
     if part == "zipf":
@@ -66,7 +70,7 @@ def _seed_result(seed, parts):
 def _add(into, row):
     for key, value in row.items():
         if isinstance(value, float):
-            into[key] = _round(into.get(key, 0) + value)
+            into[key] = rounded(into.get(key, 0) + value)
         elif isinstance(value, int) and not isinstance(value, bool):
             into[key] = into.get(key, 0) + value
         elif isinstance(value, dict):
