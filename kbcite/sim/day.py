@@ -3,6 +3,7 @@ checks or its edits, in the order of the day.
 """
 
 import os
+import sched
 from datetime import timedelta
 
 from ..errors import NotFound, ToolError, VersionConflict
@@ -71,22 +72,18 @@ class DayRun:
             self.article_ids = fill_store(self.store, self.plan)
         self.index_of = {article_id: i for i, article_id in enumerate(self.article_ids)}
         self.clock.t_us = 0
-        steps = []
+        day = sched.scheduler(self.clock.time_us, self.clock.advance)
         for change in self.changes:
-            steps.append(change.step + (self._save, change))
+            _enter(day, change.step, self._save, change)
         for i, question in enumerate(self.plan.questions):
-            steps.append((question.t_us, QUESTION_STEP, i, self._question, (i, question)))
+            _enter(day, (question.t_us, QUESTION_STEP, i), self._question, i, question)
             if self.edits:
                 delay = self.config.delays[i % len(self.config.delays)]
-                steps.append((question.t_us + delay * 1000000, EDIT_STEP, i, self._edit,
-                              (i, delay)))
+                _enter(day, (question.t_us + delay * 1000000, EDIT_STEP, i), self._edit, i, delay)
         if self.checks:
             for hour in range(1, self.config.hours + 1):
-                steps.append((hour * HOUR_US, CHECK_STEP, hour, self._check, hour))
-        steps.sort(key=lambda step: step[:3])
-        for step in steps:
-            self.clock.t_us = step[0]
-            step[3](step[4])
+                _enter(day, (hour * HOUR_US, CHECK_STEP, hour), self._check, hour)
+        day.run()
         self.store.close()
         q = save_chances(self.plan, self.config, self.uniform)
         day_us = self.config.hours * HOUR_US
@@ -132,10 +129,9 @@ class DayRun:
         title = change.title if save.kind == "content_title" else None
         self.store.save_article(KB_ID, article_id, content="\n\n".join(paragraphs), title=title)
 
-    def _question(self, arg):
+    def _question(self, i, question):
         """The agent answers a question made of its target article's current title words (or,
         paraphrased, of its action and subject only)."""
-        i, question = arg
         target_id = self.article_ids[question.target]
         if self.config.questions_from == "paraphrase":
             query = "%s %s" % (self.actions[question.target],
@@ -150,9 +146,8 @@ class DayRun:
         if cited and self.agent.citations[cited[0]].article_id == target_id:
             self.first_hit_is_target += 1
 
-    def _edit(self, arg):
+    def _edit(self, i, delay):
         """After the delay, edit the answer's first cited article with the citation's version."""
-        i, delay = arg
         row = self.edit_rows[delay]
         if not self.agent.answers[i]:
             row["skipped_no_citation"] += 1
@@ -323,6 +318,14 @@ class DayRun:
             if cause[key] != "gone":
                 out[cause[key]] += 1
         return out
+
+
+def _enter(day, step, action, *argument):
+    """Schedule ``action(*argument)`` on the scheduler ``day`` at ``step``: (t_us, rank, index)."""
+    t_us, rank, index = step
+    # The index goes into the priority too: on a tie of time and priority, sched keeps the order
+    # of entry from Python 3.10 on but not on 3.9, and the day's order must be the same on all.
+    day.enterabs(t_us, (rank, index), action, argument)
 
 
 def _edit_row(delay):

@@ -199,13 +199,23 @@ class Citation:
 
 
 class SimClock:
-    """The simulated clock handed to the store: the current step's time, set by the runner."""
+    """The simulated clock handed to the store; the day's scheduler moves it from step to step."""
 
     def __init__(self):
         self.t_us = 0
 
     def __call__(self):
+        """The simulated time as the store reads it."""
         return DAY_START + timedelta(microseconds=self.t_us)
+
+    def time_us(self):
+        """Microseconds since the day started: the scheduler's ``timefunc``."""
+        return self.t_us
+
+    def advance(self, us):
+        """Move the time on by ``us`` microseconds: the scheduler's ``delayfunc``, which has
+        nothing to wait for."""
+        self.t_us += us
 
 
 def delay_text(seconds):
