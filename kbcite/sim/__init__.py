@@ -25,7 +25,7 @@ All randomness comes from one ``random.Random(seed)`` per seed, drawn only throu
 
 The modules, each importing only those before it in this list: ``model`` (constants,
 vocabulary, records, the simulated clock), ``plan`` (drawing the day; the schedule of people's
-saves), ``oracle``, ``expectations`` (closed forms), ``agent`` (the scripted agent), ``day``
-(one run of the day, on ``sched.scheduler``), ``runner`` (seeds, parts, the process pool, the summary), ``report``
-and ``cli``.
+saves), ``oracle``, ``expectations`` (closed forms), ``agent`` (the scripted agent), ``checks``
+(the hourly checks), ``edit_trial``, ``day`` (one run of the day, on ``sched.scheduler``),
+``runner`` (seeds, parts, the process pool, the summary), ``report`` and ``cli``.
 """
