@@ -27,20 +27,33 @@ def _count_pct(count, of):
 
 
 def render(report, per_seed=False):
-    """The report as Markdown tables."""
-    out = []
-    seeds = report["seeds"]
-    cfg = report["config"]
-    out.append("# Simulated support day, seeds %s, summed\n" % seed_text(seeds))
-    out.append("%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g "
-               "over a ranking %s; questions from %s.\n"
-               % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"],
-                  "independent of titles" if cfg["popularity"] == "independent"
-                  else "that keeps each subject's articles together",
-                  "titles" if cfg["questions_from"] == "title"
-                  else "action and subject words only"))
+    """The report as Markdown: the heading, the six numbered tables and, if asked, per seed."""
+    out = [heading(report), staleness_table(report), position_table(report),
+           detection_table(report), cost_table(report), edits_table(report),
+           idempotency_table(report), comparison_table(report)]
+    if per_seed:
+        out.append("## Per seed\n")
+        out.append(per_seed_table(report) + "\n")
+    return "\n".join(out)
 
-    out.append("## 1. Staleness by hour (Zipf saves | uniform control)\n")
+
+def heading(report):
+    """The report's title and the day's sizes and modelling choices."""
+    cfg = report["config"]
+    return "\n".join([
+        "# Simulated support day, seeds %s, summed\n" % seed_text(report["seeds"]),
+        "%d articles, %d questions, %d people's saves over %d hours per seed; Zipf s = %g "
+        "over a ranking %s; questions from %s.\n"
+        % (cfg["articles"], cfg["questions"], cfg["saves"], cfg["hours"], cfg["zipf"],
+           "independent of titles" if cfg["popularity"] == "independent"
+           else "that keeps each subject's articles together",
+           "titles" if cfg["questions_from"] == "title"
+           else "action and subject words only"),
+    ])
+
+
+def staleness_table(report):
+    """Table 1: stale citations, distinct citations and answers hour by hour, both days."""
     rows = []
     for z, u in zip(report["staleness"]["zipf"], report["staleness"]["uniform"]):
         row = [z["hour"]]
@@ -55,11 +68,12 @@ def render(report, per_seed=False):
         rows.append(row)
     header = ["hour"] + ["%s %s" % (m, c) for m in ("zipf", "ctrl") for c in (
         "citations", "stale", "distinct", "stale distinct", "answers", "answers w/ stale")]
-    out.append(markdown_table(header, rows) + "\n")
+    return "\n".join(["## 1. Staleness by hour (Zipf saves | uniform control)\n",
+                      markdown_table(header, rows) + "\n"])
 
-    out.append("End of day by the citation's place in its answer (1: the top search hit, which "
-               "is the question's own article in %s of Zipf answers):\n"
-               % _pct(report["workload"]["first_hit_is_target"], report["workload"]["questions"]))
+
+def position_table(report):
+    """Table 1, continued: end of day by the citation's place in its answer, with expectations."""
     rows = []
     expected = report["expected"]
     for z, u, ez, eu in zip(report["staleness"]["zipf_by_position"],
@@ -69,14 +83,21 @@ def render(report, per_seed=False):
                      _count_pct(ez["stale"], z["citations"]),
                      _count_pct(u["stale"], u["citations"]),
                      _count_pct(eu["stale"], u["citations"])])
-    out.append(markdown_table(["position", "citations", "zipf stale", "zipf expected",
-                               "ctrl stale", "ctrl expected"], rows) + "\n")
-    out.append("Expected: the closed form 1 - (1 - q x)^S summed over the citations, with S the "
-               "day's people's saves, q the cited article's chance of being the one a save "
-               "picks and x the share of the day left after the read; which article each "
-               "answer cited, and when, is the run's.\n")
+    return "\n".join([
+        "End of day by the citation's place in its answer (1: the top search hit, which "
+        "is the question's own article in %s of Zipf answers):\n"
+        % _pct(report["workload"]["first_hit_is_target"], report["workload"]["questions"]),
+        markdown_table(["position", "citations", "zipf stale", "zipf expected",
+                        "ctrl stale", "ctrl expected"], rows) + "\n",
+        "Expected: the closed form 1 - (1 - q x)^S summed over the citations, with S the "
+        "day's people's saves, q the cited article's chance of being the one a save "
+        "picks and x the share of the day left after the read; which article each "
+        "answer cited, and when, is the run's.\n",
+    ])
 
-    out.append("## 2. Detection at end of day (Zipf)\n")
+
+def detection_table(report):
+    """Table 2: what each strategy found stale at the end of the Zipf day, by cause."""
     det = report["detection"]
     gt = det["ground_truth"]
     rows = []
@@ -89,14 +110,19 @@ def render(report, per_seed=False):
                                   _pct(d["stale_distinct"], gt["stale_distinct"])),
                      _n(d["content_only"]), _n(d["retitled"]), _n(d["gone"]),
                      _n(d["false_stale"])])
-    out.append(markdown_table(["strategy", "stale citations found", "stale distinct found",
-                       "content only", "retitled", "gone", "false alarms"], rows) + "\n")
-    out.append("Causes count distinct citations. A retitle also changes content, so the title "
-               "check sees only retitles and unpublishes. The schedule's row is the oracle: "
-               "staleness from the plan's saves and the citations' read times alone; the run "
-               "fails unless the database, re-read and poll agree with it at every check.\n")
+    return "\n".join([
+        "## 2. Detection at end of day (Zipf)\n",
+        markdown_table(["strategy", "stale citations found", "stale distinct found",
+                        "content only", "retitled", "gone", "false alarms"], rows) + "\n",
+        "Causes count distinct citations. A retitle also changes content, so the title "
+        "check sees only retitles and unpublishes. The schedule's row is the oracle: "
+        "staleness from the plan's saves and the citations' read times alone; the run "
+        "fails unless the database, re-read and poll agree with it at every check.\n",
+    ])
 
-    out.append("## 3. Cost of all hourly checks (Zipf, %d checks)\n" % report["checks"]["zipf"])
+
+def cost_table(report):
+    """Table 3: the tool calls, reads and bytes of all the Zipf day's hourly checks."""
     cost = report["cost"]
     rows = []
     for name, label in (("title_only", "title only"), ("reread", "re-read"), ("poll", "poll")):
@@ -107,10 +133,15 @@ def render(report, per_seed=False):
     rows.append(["re-read / poll", _ratio_text(r["calls"], p["calls"]),
                  _ratio_text(r["articles_read"], p["articles_read"]),
                  _ratio_text(r["bytes_read"], p["bytes_read"]), "-"])
-    out.append(markdown_table(["strategy", "tool calls", "articles read", "bytes of article text",
-                       "events fetched"], rows) + "\n")
+    return "\n".join([
+        "## 3. Cost of all hourly checks (Zipf, %d checks)\n" % report["checks"]["zipf"],
+        markdown_table(["strategy", "tool calls", "articles read", "bytes of article text",
+                        "events fetched"], rows) + "\n",
+    ])
 
-    out.append("## 4. Edits with the citation's version, by delay\n")
+
+def edits_table(report):
+    """Table 4: the edit trial by delay, with the expected rejections."""
     rows = []
     for e, x in zip(report["edits"], report["expected"]["edits"]):
         rejected = e["rejected_changed"] + e["rejected_gone"]
@@ -120,31 +151,38 @@ def render(report, per_seed=False):
                      "%.1f" % x["gone"],
                      "%d of %d" % (e["retries_succeeded"],
                                    e["retries_succeeded"] + e["retries_failed"])])
-    out.append(markdown_table(["delay", "edits", "accepted first try", "rejected: changed",
-                               "rejected: gone", "rejected", "expected rejected",
-                               "expected gone", "retries succeeded"], rows) + "\n")
-    out.append("Expected: rejected for sure when another of the agent's own edits of the "
-               "article lands in between, else with chance 1 - (1 - q w)^S, w the share of the "
-               "saving day between read and edit; gone with 1 - (1 - %g q w)^S.\n"
-               % UNPUBLISH_SHARE)
+    return "\n".join([
+        "## 4. Edits with the citation's version, by delay\n",
+        markdown_table(["delay", "edits", "accepted first try", "rejected: changed",
+                        "rejected: gone", "rejected", "expected rejected",
+                        "expected gone", "retries succeeded"], rows) + "\n",
+        "Expected: rejected for sure when another of the agent's own edits of the "
+        "article lands in between, else with chance 1 - (1 - q w)^S, w the share of the "
+        "saving day between read and edit; gone with 1 - (1 - %g q w)^S.\n"
+        % UNPUBLISH_SHARE,
+    ])
 
-    out.append("## 5. Idempotency\n")
+
+def idempotency_table(report):
+    """Table 5: the replays of successful edits, and the events they wrote (none, if right)."""
     i = report["idempotency"]
-    out.append(markdown_table(["successful edits", "replays sent", "replays marked as replay",
-                       "events written by replays"],
-                      [[_n(i["successful_edits"]), _n(i["replays"]), _n(i["replays_marked"]),
-                        _n(i["new_events_from_replays"])]]) + "\n")
+    return "\n".join([
+        "## 5. Idempotency\n",
+        markdown_table(["successful edits", "replays sent", "replays marked as replay",
+                        "events written by replays"],
+                       [[_n(i["successful_edits"]), _n(i["replays"]), _n(i["replays_marked"]),
+                         _n(i["new_events_from_replays"])]]) + "\n",
+    ])
 
-    out.append("## 6. The article beside us\n")
-    out.append(markdown_table(["figure", "article", "ours", "expected (model)"],
-                              comparison_rows(report)) + "\n")
-    out.append("\n".join("%d. %s" % (i + 1, note) for i, note in enumerate(article_notes()))
-               + "\n")
 
-    if per_seed:
-        out.append("## Per seed\n")
-        out.append(per_seed_table(report) + "\n")
-    return "\n".join(out)
+def comparison_table(report):
+    """Table 6: the article's figures beside ours and the model's, and the notes on them."""
+    return "\n".join([
+        "## 6. The article beside us\n",
+        markdown_table(["figure", "article", "ours", "expected (model)"],
+                       comparison_rows(report)) + "\n",
+        "\n".join("%d. %s" % (i + 1, note) for i, note in enumerate(article_notes())) + "\n",
+    ])
 
 
 def comparison_rows(report):
@@ -257,6 +295,7 @@ def article_notes():
 def per_seed_table(report):
     """Key end-of-day figures with a column per seed."""
     header = ["figure", "all"] + ["seed %d" % s for s in report["seeds"]]
+
     def row(label, fn):
         return [label, fn(None)] + [fn(r) for r in report["per_seed"]]
 
