@@ -57,6 +57,7 @@ def parse_delays(text):
 
 
 def _bounded(name, low, high, kind=int, why=""):
+    """An argparse type: ``kind`` from ``low`` to ``high``, each refusal naming ``name``."""
     def parse(text):
         try:
             value = kind(text)

@@ -141,7 +141,7 @@ def draw_plan(seed, config):
     return Plan(seed, titles, bodies, subjects, ranking, questions, saves)
 
 
-# -- the schedule of people's saves ---------------------------------------------------------
+# -- the schedule of people's saves ------------------------------------------------------------
 
 
 def retitle(old, old_action, subject, u, taken):

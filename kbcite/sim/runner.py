@@ -64,10 +64,12 @@ def run_part(seed, config, part, db_dir=None, start=None, db_url=None):
 
 
 def _seed_result(seed, parts):
+    """A seed's three results as the report keeps them, the workload lifted out of Zipf's."""
     return dict(seed=seed, workload=parts["zipf"].pop("workload"), **parts)
 
 
 def _add(into, row):
+    """Add ``row``'s counts into ``into``, nested dicts too (text, flags and lists left out)."""
     for key, value in row.items():
         if isinstance(value, float):
             into[key] = rounded(into.get(key, 0) + value)
@@ -92,7 +94,7 @@ def _sum_rows(per_seed, rows_of, key, labels):
 
 def summarize(per_seed, config):
     """Sum the seeds' results into the report's structure (everything but timing)."""
-    workload = _add({}, {})
+    workload = {}
     for r in per_seed:
         _add(workload, r["workload"])
     staleness, expected = {}, {"model": model_expectations(config)}
