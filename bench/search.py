@@ -221,7 +221,7 @@ def planted(directory=None, searches=30):
             store.create_article(KB, "Small", "alpha beta")
             times = []
             for _ in range(searches):
-                store._snippets.clear()  # each search makes its snippets anew
+                store._ctx.snippets.clear()  # each search makes its snippets anew
                 started = time.perf_counter()
                 found = store.call_tool("search_knowledge_base", {
                     "knowledge_base_id": KB, "query": "alpha beta", "limit": 20},

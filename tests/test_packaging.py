@@ -24,7 +24,7 @@ IGNORED = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "*.egg-
                                  "dist", ".pytest_cache", "*.db", "*.db-*", "*.sqlite3")
 # What the sdist's own tests and benchmarks need besides the modules.
 SDIST_NEEDS = ["LICENSE", "README.md", "pyproject.toml", "tests/conftest.py",
-               "tests/store_worker.py", "tests/golden/sim-seeds-1-5.json",
+               "tests/support/store_worker.py", "tests/golden/sim-seeds-1-5.json",
                "tests/data/tools-list.json", "bench/run.py", "bench/common.py",
                "examples/transcript.py", "docs/cli.md", "kb_store.py", "sim.py",
                "kbcite/__init__.py", "kbcite/store.py", "kbcite/server/cli.py",
