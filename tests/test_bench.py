@@ -9,6 +9,9 @@ import pytest
 
 from support.commands import ROOT
 
+# Runs the benchmarks' scripts: seconds each.
+pytestmark = pytest.mark.slow
+
 RUN = str(ROOT / "bench" / "run.py")
 
 

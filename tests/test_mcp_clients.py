@@ -226,6 +226,7 @@ def inspector(server, token, *args):
     return done
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_the_inspector_cli_lists_and_calls_over_http(served, era):
     server = Server(served.path)
@@ -245,6 +246,7 @@ def test_the_inspector_cli_lists_and_calls_over_http(served, era):
         server.stop()
 
 
+@pytest.mark.slow
 def test_the_inspector_cli_cannot_approve_and_is_told_why(served):
     """The CLI declares no elicitation capability: an edit that needs approval is -32021."""
     server = Server(served.path)

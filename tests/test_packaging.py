@@ -19,6 +19,9 @@ import pytest
 
 import kbcite
 
+# Builds the package and installs it into new environments: a minute.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 IGNORED = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "*.egg-info", "build",
                                  "dist", ".pytest_cache", "*.db", "*.db-*", "*.sqlite3")

@@ -23,6 +23,9 @@ from kbcite import (IdempotencyKeyReused, InvalidArgument, KBStore, NotFound, Ve
 from kbcite.versions import datetime_to_us
 from support.workers import Worker, check_consistent
 
+# Thousands of random operations, and writers killed again and again.
+pytestmark = pytest.mark.slow
+
 KBS = ("kb-a", "kb-b")
 UNGRANTED = "kb-c"  # exists, but the agent is not granted it: it must look missing
 WORDS = ("reset", "password", "invoice", "export", "webhook", "token", "Zürich", "naïve",

@@ -224,6 +224,7 @@ def reference(articles, query, limit):
     return [article_id for _, _, article_id in ranked[:limit]]
 
 
+@pytest.mark.slow
 def test_the_store_ranks_as_the_reference_does(kb, monkeypatch):
     # Uncapped index queries gather every tier whole: the bounded search must then give
     # exactly the exhaustive ranking (the bound itself is tested above).

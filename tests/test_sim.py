@@ -57,6 +57,7 @@ def default_run(tmp_path_factory):
     return proc, json.loads(out.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_default_run_matches_golden_counts(default_run):
     proc, report = default_run
     assert proc.returncode == 0, proc.stderr
@@ -264,6 +265,7 @@ def many_seeds():
     return run(list(range(1, 201)), TINY, processes=1)
 
 
+@pytest.mark.slow
 def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(many_seeds):
     per_seed = many_seeds["per_seed"]
     assert many_seeds["check_mismatches"] == []

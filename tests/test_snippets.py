@@ -127,6 +127,7 @@ def test_every_page_has_its_snippets_found():
         assert not re.search(r"```(shell|console|zsh)\b", text), page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)])
 def test_the_shell_snippets_run(workspace, page):
     work, _, env = workspace
