@@ -1,0 +1,126 @@
+"""The package's layout holds: imports run from each floor down, never up, and never in a circle.
+
+The floors are docs/development.md's table. A module this test does not place fails it, so a
+new module is given its floor on purpose.
+"""
+
+import ast
+
+from support.commands import ROOT
+
+PACKAGE = ROOT / "kbcite"
+# Floor of each module (a name ending in ".*" places a whole subpackage), top floor first.
+FLOORS = {
+    5: ["kbcite.cli", "kbcite.__main__", "kbcite.server.*", "kbcite.sim.*"],
+    4: ["kbcite", "kbcite.store", "kbcite.testing"],
+    3: ["kbcite.edits", "kbcite.articles", "kbcite.events", "kbcite.reads", "kbcite.importer",
+        "kbcite.markdown", "kbcite.tokens", "kbcite.audit", "kbcite.access", "kbcite.context",
+        "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
+    2: ["kbcite.engines.*"],
+    1: ["kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",
+        "kbcite.search.snippets"],
+    0: ["kbcite.limits", "kbcite.errors", "kbcite.versions", "kbcite.validation",
+        "kbcite.tools"],
+}
+
+
+def modules():
+    """``{module name: path}`` of every module of the package."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def floor_of(name):
+    """The floor a module stands on, or None where the table places it nowhere."""
+    for floor, names in FLOORS.items():
+        for entry in names:
+            if name == entry or (entry.endswith(".*") and (name == entry[:-2]
+                                                            or name.startswith(entry[:-1]))):
+                return floor
+    return None
+
+
+def imports_of(name, path, known):
+    """The package's modules that ``name`` imports, anywhere in it (lazy imports too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # ``from P import x`` imports module P.x where there is one, else a name of P.
+            targets = ["%s.%s" % (base, alias.name) if "%s.%s" % (base, alias.name) in known
+                       else base for alias in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def graph():
+    """``{module: modules it imports}`` for the whole package."""
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def upward(edges):
+    """The imports of ``edges`` that run from a floor to a higher one."""
+    return [(name, target) for name, targets in sorted(edges.items())
+            for target in sorted(targets) if floor_of(target) > floor_of(name)]
+
+
+def circles(edges):
+    """The import circles of ``edges``, each as the path round it."""
+    state, found = {}, []
+
+    def visit(name, trail):
+        state[name] = "open"
+        for target in sorted(edges.get(name, ())):
+            if state.get(target) == "open":
+                found.append(trail[trail.index(target):] + [target])
+            elif target not in state:
+                visit(target, trail + [target])
+        state[name] = "done"
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name, [name])
+    return found
+
+
+def test_every_module_has_a_floor():
+    assert [name for name in modules() if floor_of(name) is None] == []
+
+
+def test_no_import_runs_up_a_floor():
+    assert upward(graph()) == []
+
+
+def test_no_import_circle():
+    assert circles(graph()) == []
+
+
+def test_the_checks_see_an_upward_import_and_a_circle():
+    # The checks above could pass by reading nothing: they are shown a fault of each kind.
+    edges = graph()
+    assert "kbcite.errors" in edges["kbcite.engines.sqlite"]
+    assert "kbcite.store" in edges["kbcite.cli"]
+    assert upward({"kbcite.engines.sqlite": {"kbcite.store"}}) == [
+        ("kbcite.engines.sqlite", "kbcite.store")]
+    assert circles({"kbcite.edits": {"kbcite.articles"}, "kbcite.articles": {"kbcite.edits"}})
+
+
+def test_only_thin_entry_points_stand_beside_the_package():
+    top = sorted(p.name for p in ROOT.glob("*.py"))
+    assert top == ["kb_store.py", "sim.py"]
+    for name in top:
+        assert len((ROOT / name).read_text(encoding="utf-8").splitlines()) < 30, name
