@@ -24,75 +24,113 @@ def check_text(value, argument):
 def validate_arguments(schema, arguments):
     """Check ``arguments`` against one of our input schemas; return them with defaults unset.
 
-    Covers exactly the JSON Schema keywords our tools use: type, required,
-    additionalProperties, minLength, maxLength, minimum, maximum, enum.
+    Covers exactly the JSON Schema keywords our tools use: type (object, array, string,
+    integer), properties, required, additionalProperties, items, minItems, maxItems,
+    minLength, maxLength, minimum, maximum, enum. A refusal names the argument by its path
+    (``citations[3].updated_at``).
     """
     if not isinstance(arguments, dict):
         raise InvalidArgument(
             "arguments must be a JSON object, got %s" % type(arguments).__name__,
             argument="arguments",
         )
+    return _object(schema, arguments, None)
+
+
+def _object(schema, value, path):
+    """An object checked against ``schema``; ``path`` None is the arguments themselves."""
     properties = schema["properties"]
-    for name in arguments:
+    where = "argument" if path is None else "property of %s" % path
+    for name in value:
         if not isinstance(name, str):
             raise InvalidArgument(
-                "argument names must be strings, got %s %s" % (json_type(name), shown(name)),
-                argument="arguments",
+                "%s names must be strings, got %s %s"
+                % ("argument" if path is None else "%s's property" % path, json_type(name),
+                   shown(name)),
+                argument="arguments" if path is None else path,
             )
         if name not in properties:
             raise InvalidArgument(
-                "unknown argument %s; this tool takes %s" % (shown(name), ", ".join(properties)),
-                argument=clip(name),
+                "unknown %s %s; %s takes %s" % (where, shown(name),
+                                                "this tool" if path is None else path,
+                                                ", ".join(properties)),
+                argument=clip(name) if path is None else path,
             )
     for name in schema["required"]:
-        if name not in arguments:
-            raise InvalidArgument("missing required argument %r" % name, argument=name)
-    clean = {}
-    for name, value in arguments.items():
-        rule = properties[name]
-        if rule["type"] == "string":
-            if not isinstance(value, str):
-                raise InvalidArgument(
-                    "%s must be a string, got %s" % (name, json_type(value)), argument=name
-                )
-            check_text(value, name)
-            if len(value) < rule.get("minLength", 0):
-                raise InvalidArgument(
-                    "%s must be at least %d characters, got %d"
-                    % (name, rule["minLength"], len(value)),
-                    argument=name,
-                )
-            if "maxLength" in rule and len(value) > rule["maxLength"]:
-                raise InvalidArgument(
-                    "%s must be at most %d characters, got %d"
-                    % (name, rule["maxLength"], len(value)),
-                    argument=name,
-                )
-            if "enum" in rule and value not in rule["enum"]:
-                raise InvalidArgument(
-                    "%s must be one of %s, got %s" % (name, ", ".join(rule["enum"]), shown(value)),
-                    argument=name,
-                )
-        elif rule["type"] == "integer":
-            # JSON Schema counts 3.0 as an integer; a bool is not a number.
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidArgument(
-                    "%s must be an integer, got %s" % (name, json_type(value)), argument=name
-                )
-            if value < rule.get("minimum", value):
-                raise InvalidArgument(
-                    "%s must be at least %d, got %s" % (name, rule["minimum"], int_text(value)),
-                    argument=name,
-                )
-            if value > rule.get("maximum", value):
-                raise InvalidArgument(
-                    "%s must be at most %d, got %s" % (name, rule["maximum"], int_text(value)),
-                    argument=name,
-                )
-        clean[name] = value
-    return clean
+        if name not in value:
+            raise InvalidArgument("missing required %s %r" % (where, name),
+                                  argument=_path(path, name))
+    return {name: _value(properties[name], item, _path(path, name))
+            for name, item in value.items()}
+
+
+def _path(path, name):
+    return name if path is None else "%s.%s" % (path, name)
+
+
+def _value(rule, value, name):
+    """One value checked against its rule; returns it (an integral float as an int)."""
+    kind = rule["type"]
+    if kind == "string":
+        if not isinstance(value, str):
+            raise InvalidArgument(
+                "%s must be a string, got %s" % (name, json_type(value)), argument=name
+            )
+        check_text(value, name)
+        if len(value) < rule.get("minLength", 0):
+            raise InvalidArgument(
+                "%s must be at least %d characters, got %d"
+                % (name, rule["minLength"], len(value)),
+                argument=name,
+            )
+        if "maxLength" in rule and len(value) > rule["maxLength"]:
+            raise InvalidArgument(
+                "%s must be at most %d characters, got %d"
+                % (name, rule["maxLength"], len(value)),
+                argument=name,
+            )
+        if "enum" in rule and value not in rule["enum"]:
+            raise InvalidArgument(
+                "%s must be one of %s, got %s" % (name, ", ".join(rule["enum"]), shown(value)),
+                argument=name,
+            )
+    elif kind == "integer":
+        # JSON Schema counts 3.0 as an integer; a bool is not a number.
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidArgument(
+                "%s must be an integer, got %s" % (name, json_type(value)), argument=name
+            )
+        if value < rule.get("minimum", value):
+            raise InvalidArgument(
+                "%s must be at least %d, got %s" % (name, rule["minimum"], int_text(value)),
+                argument=name,
+            )
+        if value > rule.get("maximum", value):
+            raise InvalidArgument(
+                "%s must be at most %d, got %s" % (name, rule["maximum"], int_text(value)),
+                argument=name,
+            )
+    elif kind == "array":
+        if not isinstance(value, list):
+            raise InvalidArgument(
+                "%s must be an array, got %s" % (name, json_type(value)), argument=name
+            )
+        if len(value) < rule.get("minItems", 0):
+            raise InvalidArgument("%s must hold at least %d item(s), got %d"
+                                  % (name, rule["minItems"], len(value)), argument=name)
+        if "maxItems" in rule and len(value) > rule["maxItems"]:
+            raise InvalidArgument("%s must hold at most %d items, got %d"
+                                  % (name, rule["maxItems"], len(value)), argument=name)
+        value = [_value(rule["items"], item, "%s[%d]" % (name, i)) for i, item in enumerate(value)]
+    elif kind == "object":
+        if not isinstance(value, dict):
+            raise InvalidArgument(
+                "%s must be an object, got %s" % (name, json_type(value)), argument=name
+            )
+        value = _object(rule, value, name)
+    return value
 
 
 def clip(text):
