@@ -2,48 +2,77 @@
 
 ``write`` is the compare-and-swap: an article's row changes only if it still holds the version
 (and the visibility) the transaction read, and its new version is strictly later than the
-last (``versions.next_version``); the search index and the event follow in the same
-transaction. A person's save, a publish, an unpublish, an import and the agent's edit
-(``kbcite.edits``) all write through it. ``insert`` creates articles, one or a bulk load.
+last (``versions.next_version``); the search index, the event and the version's row in the
+history follow in the same transaction. A person's save, a publish, an unpublish, a revert,
+an import and the agent's edit (``kbcite.edits``) all write through it. ``insert`` creates
+articles, one or a bulk load.
 """
 
-from . import access, events
-from .errors import InvalidArgument, VersionConflict
+from . import access, changes, events, history
+from .errors import InvalidArgument, VersionConflict, VersionNotFound, VersionPruned
 from .limits import (
     EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, ID_MAX, MAX_ARTICLES_PER_KB, TITLE_MAX,
 )
 from .search import index
 from .search.ranking import SearchDoc
 from .validation import check_content, check_new_article, check_people_string, check_title
-from .versions import format_version, next_version
+from .tools import citation
+from .versions import format_version, next_version, parse_version
 
 
-def conflict_error(kb, row, expected_version):
-    """The version_conflict for an article whose current row is ``row``."""
+def conflict_error(db, kb, row, expected_version):
+    """The version_conflict for an article whose current row (with its content) is ``row``.
+
+    Its details carry what an agent needs to re-apply its change without another read: the
+    current citation (or ``gone``, where the article is no longer published) and the change
+    from ``expected_version`` to now (None where that version cannot be read).
+    """
+    gone = not row["published"]
+    change = None
+    if not gone:
+        try:
+            old, old_content = history.find(db, kb, row, expected_version,
+                                            argument="expected_version")
+        except (VersionNotFound, VersionPruned, InvalidArgument):
+            pass
+        else:
+            change = changes.changes(old["title"], old_content, row["title"], row["content"])
+    current = None if gone else citation(kb["kb_id"], row["article_id"], row["updated_at"])
     return VersionConflict(
         "article %r in knowledge base %r has changed: the current version is %s, not %s. "
-        "Re-read it with read_knowledge_article, re-apply your change to the current content, "
-        "and retry with expected_version %s and a new idempotency_key."
+        "This error's details hold the current citation and what changed since your version "
+        "(details.changes): re-apply your change to the current content (or re-read it with "
+        "read_knowledge_article), and retry with expected_version %s and a new "
+        "idempotency_key."
         % (row["article_id"], kb["kb_id"], row["updated_at"], expected_version,
            row["updated_at"]),
         knowledge_base_id=kb["kb_id"],
         article_id=row["article_id"],
         expected_version=expected_version,
         current_version=row["updated_at"],
+        current=current,
+        gone=gone,
+        changes=change,
     )
 
 
-def write(ctx, kb, row, *, content, title, published):
+def write(ctx, kb, row, *, content, title, published, action, actor=None, summary=None,
+          text_pk=None):
     """Save new text and visibility for one article in the caller's write transaction;
-    version, index and event follow. Returns ``(updated_at, event or None)``."""
+    version, index, event and history follow. ``text_pk`` names a stored text that already
+    holds ``content`` (a revert's). Returns ``(updated_at, event or None)``."""
     db = ctx.db
     version_us = next_version(row["version_us"], ctx.now_us())
     updated_at = format_version(version_us)
+    if text_pk is None:
+        # A version that keeps the text shares it; a new text is stored once.
+        text_pk = row["text_pk"] if content == row["content"] else \
+            db.texts_insert(kb["pk"], [content])[0]
     # The compare-and-swap: the row changes only if it still holds the version (and the
     # visibility) this transaction read; the event and index below rely on that.
-    if db.article_swap(row, title, content, published, version_us, updated_at) != 1:
+    if db.article_swap(row, title, text_pk, published, version_us, updated_at) != 1:
         current = access.article(db, kb, row["article_id"], published_only=False)
-        raise conflict_error(kb, current, row["updated_at"])
+        raise conflict_error(db, kb, current, row["updated_at"])
     index.reindex(db, kb, row["pk"], bool(row["published"]), title, content, published)
     event = None
     if published and row["published"]:
@@ -52,28 +81,42 @@ def write(ctx, kb, row, *, content, title, published):
         event = events.append(db, kb, [(EVENT_PUBLISHED, row["article_id"], updated_at)])[0]
     elif row["published"]:
         event = events.append(db, kb, [(EVENT_UNPUBLISHED, row["article_id"], updated_at)])[0]
+    history.record(db, kb, row["pk"], version_us, updated_at, action=action,
+                   published=published, title=title, text_pk=text_pk,
+                   size=len(content.encode("utf-8")), event=event, actor=actor,
+                   summary=summary)
     return updated_at, event
 
 
-def insert(ctx, kb, items, published):
+def insert(ctx, kb, items, published, *, action="create", actor=None):
     """Insert new ``(title, content, source)`` articles in the caller's transaction, in
-    order: IDs, versions, index and events; returns their IDs."""
+    order: IDs, versions, texts, index, events and history; returns their IDs."""
     db = ctx.db
     first = db.kb_next(kb["pk"], "articles_created", len(items))
     if first + len(items) - 1 > MAX_ARTICLES_PER_KB:
         raise InvalidArgument(
             "knowledge base %r is full: it can hold %d articles over its life, and has had "
             "%d" % (kb["kb_id"], MAX_ARTICLES_PER_KB, first - 1), argument="kb_id")
+    text_pks = db.texts_insert(kb["pk"], [content for _, content, _ in items])
     rows = []
-    for number, (title, content, source) in enumerate(items, first):
+    for number, (title, content, source), text_pk in zip(range(first, first + len(items)),
+                                                          items, text_pks):
         version_us = next_version(None, ctx.now_us())
-        rows.append(("art-%06d" % number, title, content, published, version_us,
+        rows.append(("art-%06d" % number, title, text_pk, published, version_us,
                      format_version(version_us), source))
     pks = db.articles_insert(kb["pk"], rows)
+    appended = [None] * len(rows)
     if published:
-        index.index_new(db, kb, [(pk, SearchDoc.of(row[1], row[2]))
-                                 for pk, row in zip(pks, rows)])
-        events.append(db, kb, [(EVENT_PUBLISHED, row[0], row[5]) for row in rows])
+        index.index_new(db, kb, [(pk, SearchDoc.of(item[0], item[1]))
+                                 for pk, item in zip(pks, items)])
+        appended = events.append(db, kb, [(EVENT_PUBLISHED, row[0], row[5]) for row in rows])
+    db.versions_insert(kb["pk"], [{
+        "article_pk": pk, "version_us": row[4], "updated_at": row[5], "action": action,
+        "sequence": event["sequence"] if event else None,
+        "event": event["type"] if event else None, "published": int(published),
+        "title": row[1], "text_pk": row[2], "bytes": len(item[1].encode("utf-8")),
+        "actor": actor, "summary": None}
+        for pk, row, item, event in zip(pks, rows, items, appended)])
     return [row[0] for row in rows]
 
 
@@ -92,8 +135,9 @@ def create_knowledge_base(ctx, kb_id, name=None):
         db.kb_insert(kb_id, name)
 
 
-def create(ctx, kb_id, items, published):
+def create(ctx, kb_id, items, published, actor=None):
     """Add checked ``(title, content, source)`` articles in one transaction; returns their IDs."""
+    history.check_actor(actor, None)
     db = ctx.db
     if not items:
         with db.read():
@@ -101,7 +145,7 @@ def create(ctx, kb_id, items, published):
         return []
     with db.write():
         kb = access.knowledge_base(db, kb_id, lock=True)
-        return insert(ctx, kb, items, published)
+        return insert(ctx, kb, items, published, actor=actor)
 
 
 def check_articles(articles):
@@ -116,7 +160,7 @@ def check_articles(articles):
     return articles
 
 
-def save(ctx, kb_id, article_id, *, content=None, title=None):
+def save(ctx, kb_id, article_id, *, content=None, title=None, actor=None, summary=None):
     """A person's save (last writer wins); returns the new ``updated_at``.
 
     Saving a draft keeps it a draft and writes no event; saving a published article
@@ -131,6 +175,7 @@ def save(ctx, kb_id, article_id, *, content=None, title=None):
     if title is not None:
         check_people_string(title, "title", TITLE_MAX)
         check_title(title)
+    history.check_actor(actor, summary)
     db = ctx.db
     with db.write():
         kb = access.knowledge_base(db, kb_id, lock=True)
@@ -142,13 +187,15 @@ def save(ctx, kb_id, article_id, *, content=None, title=None):
             content=row["content"] if content is None else content,
             title=row["title"] if title is None else title,
             published=bool(row["published"]),
+            action="save", actor=actor, summary=summary,
         )
     return updated_at
 
 
-def set_published(ctx, kb_id, article_id, published):
+def set_published(ctx, kb_id, article_id, published, actor=None):
     """Publish or unpublish an article; returns its ``updated_at`` (unchanged if it already
     was in that state)."""
+    history.check_actor(actor, None)
     db = ctx.db
     with db.write():
         kb = access.knowledge_base(db, kb_id, lock=True)
@@ -156,6 +203,25 @@ def set_published(ctx, kb_id, article_id, published):
         if bool(row["published"]) == published:
             return row["updated_at"]
         updated_at, _ = write(
-            ctx, kb, row, content=row["content"], title=row["title"], published=published
+            ctx, kb, row, content=row["content"], title=row["title"], published=published,
+            action="publish" if published else "unpublish", actor=actor,
         )
     return updated_at
+
+
+def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, summary=None):
+    """A new version of an article holding version ``to_version``'s title and content, made
+    only if the article is still at ``expected_version`` (a compare-and-swap, one event);
+    returns ``(updated_at, event)``. Its visibility stays as it is."""
+    history.check_actor(actor, summary)
+    db = ctx.db
+    with db.write():
+        kb = access.knowledge_base(db, kb_id, lock=True)
+        row = access.article(db, kb, article_id, published_only=False)
+        expected_us = parse_version(expected_version, "expected_version")
+        if expected_us != row["version_us"]:
+            raise conflict_error(db, kb, row, expected_version)
+        old, content = history.find(db, kb, row, to_version, argument="to", agents=False)
+        return write(ctx, kb, row, content=content, title=old["title"],
+                     published=bool(row["published"]), action="revert", actor=actor,
+                     summary=summary, text_pk=old["text_pk"])

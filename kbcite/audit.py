@@ -3,6 +3,8 @@
 What the database's own check reports; for each knowledge base, a gapless event log, each
 published article's last event naming its version (a draft's, none but an unpublish), the
 published count, and the search statistics and both indexes matching the published articles.
+The history: each article's last version is the article as it stands, every text a version
+or an article names exists, and each version's event is the one the log holds for it.
 Each finding is one line naming the knowledge base; none means consistent.
 """
 
@@ -16,6 +18,37 @@ def audit(db):
         problems = db.integrity_problems()
         for kb in db.audit_kbs():
             problems += audit_kb(db, kb)
+            problems += audit_history(db, kb)
+    return problems
+
+
+def audit_history(db, kb):
+    """Problems of a knowledge base's history, against its articles, texts and event log."""
+    name, problems = kb["kb_id"], []
+    versions, articles, texts, events = db.audit_history(kb["pk"])
+    last = {}
+    for version in versions:
+        last[version["article_pk"]] = version
+        if version["text_pk"] is not None and version["text_pk"] not in texts:
+            problems.append("knowledge base %r: version %s names a missing text"
+                            % (name, version["updated_at"]))
+        if version["sequence"] is not None:
+            event = events.get(version["sequence"])
+            if event is None or (event["type"], event["updated_at"]) != (
+                    version["event"], version["updated_at"]):
+                problems.append("knowledge base %r: version %s says event %d, the log holds %s"
+                                % (name, version["updated_at"], version["sequence"], event))
+    for article in articles:
+        version = last.get(article["pk"])
+        if article["text_pk"] not in texts:
+            problems.append("article %r of %r names a missing text" % (article["article_id"],
+                                                                      name))
+        if version is None or (version["version_us"], version["title"], version["text_pk"],
+                               version["published"]) != (
+                article["version_us"], article["title"], article["text_pk"],
+                article["published"]):
+            problems.append("article %r of %r: its last version in the history is not the "
+                            "article as it stands" % (article["article_id"], name))
     return problems
 
 

@@ -21,11 +21,12 @@ from .validation import check_content, check_title
 from .versions import parse_version
 
 
-def fingerprint(kb_id, article_id, content, title, expected_us):
+def fingerprint(kb_id, article_id, content, title, expected_us, summary=None):
     """SHA-256 of the request as the store understands it, so a respelled version still matches."""
-    canonical = json.dumps(
-        [kb_id, article_id, content, title, expected_us], ensure_ascii=False, separators=(",", ":")
-    )
+    # A summary joins the request only when given: a key stored before summaries existed
+    # still matches its own request.
+    request = [kb_id, article_id, content, title, expected_us] + ([summary] if summary else [])
+    canonical = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -42,7 +43,8 @@ def checks(ctx, args, granted, lock):
     expected_us = parse_version(args["expected_version"])
     kb = access.knowledge_base(db, args["knowledge_base_id"], granted, lock=lock)
     print_ = fingerprint(
-        kb["kb_id"], args["article_id"], args["content"], args.get("title"), expected_us
+        kb["kb_id"], args["article_id"], args["content"], args.get("title"), expected_us,
+        args.get("summary"),
     )
     stored = db.idempotency_get(kb["pk"], args["idempotency_key"],
                                 ctx.now_us() - IDEMPOTENCY_TTL_US)
@@ -60,12 +62,12 @@ def checks(ctx, args, granted, lock):
         return kb, None, print_, result
     row = access.article(db, kb, args["article_id"], published_only=True)
     if expected_us != row["version_us"]:
-        raise articles.conflict_error(kb, row, args["expected_version"])
+        raise articles.conflict_error(db, kb, row, args["expected_version"])
     return kb, row, print_, None
 
 
-def edit(ctx, args, granted):
-    """The ``edit_knowledge_article`` tool."""
+def edit(ctx, args, granted, actor=None):
+    """The ``edit_knowledge_article`` tool; ``actor`` is recorded as who made the version."""
     db = ctx.db
     with db.write():
         kb, row, print_, stored = checks(ctx, args, granted, lock=True)
@@ -73,7 +75,8 @@ def edit(ctx, args, granted):
             return stored
         title = args.get("title", row["title"])
         updated_at, event = articles.write(
-            ctx, kb, row, content=args["content"], title=title, published=True
+            ctx, kb, row, content=args["content"], title=title, published=True,
+            action="edit", actor=actor, summary=args.get("summary"),
         )
         kb_id = kb["kb_id"]
         result = {

@@ -72,3 +72,15 @@ class InternalError(ToolError):
     """A fault in this program, not in the call; the transaction was rolled back."""
 
     code = "internal_error"
+
+
+class VersionNotFound(ToolError):
+    """The article never had that version while agents could see it."""
+
+    code = "version_not_found"
+
+
+class VersionPruned(ToolError):
+    """The article had that version, but its text was pruned from the history."""
+
+    code = "version_pruned"

@@ -34,7 +34,7 @@ def append(db, kb, items):
     return events
 
 
-def poll(ctx, args, granted):
+def poll(ctx, args, granted, actor=None):
     """The ``poll_resource_events`` tool: the next page of a granted knowledge base's log."""
     resource_type = args["resource_type"]
     if resource_type != "knowledge_base":

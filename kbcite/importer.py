@@ -16,6 +16,9 @@ from .limits import SYNC_ACTIONS
 from .markdown import SourceDocument, parse_markdown, read_utf8_file
 from .validation import check_new_article, check_people_string
 
+# Who the history says made an import's versions.
+IMPORT_ACTOR = "import"
+
 def read_markdown_folder(directory, progress=None):
     """Every ``*.md`` file below ``directory`` as SourceDocuments, sorted by path.
 
@@ -160,7 +163,8 @@ def sync_apply(ctx, kb, rows, action):
         return
     if kind == "create":
         action["article_id"] = articles.insert(
-            ctx, kb, [(doc.title, doc.content, doc.source)], True)[0]
+            ctx, kb, [(doc.title, doc.content, doc.source)], True, action="import",
+            actor=IMPORT_ACTOR)[0]
         pk = ctx.db.article_visibility(kb["pk"], action["article_id"])["pk"]
     else:
         row = rows[action.get("previous_source", action["source"])]
@@ -169,9 +173,10 @@ def sync_apply(ctx, kb, rows, action):
             ctx.db.article_set_source(pk, doc.source)
         if kind == "unpublish":
             articles.write(ctx, kb, row, content=row["content"], title=row["title"],
-                           published=False)
+                           published=False, action="unpublish", actor=IMPORT_ACTOR)
         elif action.get("write"):
-            articles.write(ctx, kb, row, content=doc.content, title=doc.title, published=True)
+            articles.write(ctx, kb, row, content=doc.content, title=doc.title, published=True,
+                           action="import", actor=IMPORT_ACTOR)
     # What the import wrote, or found equal to its file: later edits are told apart by it.
     ctx.db.article_mark_imported(pk)
     action["version"] = ctx.db.article(pk)["updated_at"]

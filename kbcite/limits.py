@@ -7,7 +7,7 @@ snippet windows) lives beside the code it tunes, in ``kbcite.search``.
 from datetime import timedelta
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Written into every store this package creates ("KBC1": the SQLite header's application_id,
 # a PostgreSQL store's meta row), so that another application's database is told apart even
@@ -62,3 +62,21 @@ EVENT_PUBLISHED = "article.published"
 EVENT_UPDATED = "article.updated"
 
 EVENT_UNPUBLISHED = "article.unpublished"
+
+# -- versions kept (the history) ------------------------------------------------------------------
+
+# How a version came to be, as the history lists it.
+ACTIONS = ("create", "save", "edit", "import", "publish", "unpublish", "revert", "upgrade")
+
+# One check_citations call answers for at most this many citations: a page of poll_resource_events
+# holds up to 100 changes, so one call covers what one poll can report.
+CITATIONS_MAX = 100
+# The change from a cited version to now is cut to this many characters of paragraph text per
+# citation (and flagged ``truncated``): enough to re-apply a typical edit, bounded whatever the
+# article's size, so 100 citations stay a reply a model can read.
+CHANGES_MAX_CHARS = 4000
+# Who made a version (a token's name, a person's login, "import") and why, as recorded.
+ACTOR_MAX = 64
+SUMMARY_MAX = 200
+# The longest retention `kb history prune` takes: a hundred years.
+KEEP_DAYS_MAX = 36500

@@ -5,12 +5,16 @@ or PostgreSQL (a ``postgresql://`` address; the ``[postgres]`` extra). ``KBStore
 engine, holds its connection and clock, resolves what a call names, and hands the work to the
 module that owns it:
 
-- the agent's side, ``call_tool``: the four tools of ``kbcite.tools``, dispatched through
+- the agent's side, ``call_tool``: the tools of ``kbcite.tools``, dispatched through
   ``HANDLERS`` (search in ``kbcite.search.hits``, read in ``kbcite.reads``, the
-  compare-and-swap edit in ``kbcite.edits``, the event log in ``kbcite.events``), every
-  failure turned into a ``ToolError``;
-- the people's side: knowledge bases and articles (``kbcite.articles``), the Markdown import
-  (``kbcite.importer``), bearer tokens (``kbcite.tokens``), the audit (``kbcite.audit``).
+  compare-and-swap edit in ``kbcite.edits``, the event log in ``kbcite.events``, citations
+  checked in ``kbcite.citations``), every failure turned into a ``ToolError``;
+- the people's side: knowledge bases and articles (``kbcite.articles``), their history
+  (``kbcite.history``), the Markdown import (``kbcite.importer``), bearer tokens
+  (``kbcite.tokens``), the audit (``kbcite.audit``).
+
+Who made a change is recorded with its version: ``actor`` on every write (a token's name, a
+stdio server's ``--actor``, a person's login; ``import`` for the import).
 
 The command line is ``kbcite.cli``, the MCP server ``kbcite.server``.
 """
@@ -19,7 +23,7 @@ import contextlib
 import logging
 from datetime import datetime, timezone
 
-from . import access, articles, audit, edits, events, importer, reads, tokens
+from . import access, articles, audit, citations, edits, events, history, importer, reads, tokens
 from .context import Context
 from .engines import open_engine
 from .errors import InternalError, InvalidArgument, ToolError
@@ -30,12 +34,13 @@ from .validation import check_new_article, clip, granted_set, shown, validate_ar
 
 log = logging.getLogger("kbcite.store")
 
-# Each tool's handler: ``handler(context, validated arguments, granted IDs)``.
+# Each tool's handler: ``handler(context, validated arguments, granted IDs, actor)``.
 HANDLERS = {
     "search_knowledge_base": hits.search,
     "read_knowledge_article": reads.read,
     "edit_knowledge_article": edits.edit,
     "poll_resource_events": events.poll,
+    "check_citations": citations.check,
 }
 SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
@@ -67,10 +72,14 @@ class KBStore:
         new schema indexes differently; returns ``(old schema, new schema)``."""
         db = open_engine(address, upgrading=True)
         try:
+            # A migration may rebuild a table that others refer to; the upgrade checks the
+            # references itself before it commits.
+            db.foreign_keys(False)
             with db.write():
                 found, kb_pks = db.upgrade_schema()
                 for kb_pk in kb_pks:
                     index.index_all(db, db.kb_by_pk(kb_pk))
+            db.foreign_keys(True)
         finally:
             db.close()
         return found, SCHEMA_VERSION
@@ -115,8 +124,10 @@ class KBStore:
 
     # -- the agent's side ----------------------------------------------------------------------
 
-    def call_tool(self, name, arguments, *, granted):
-        """Validate ``arguments`` against tool ``name``'s schema and run it; returns the result."""
+    def call_tool(self, name, arguments, *, granted, actor=None):
+        """Validate ``arguments`` against tool ``name``'s schema and run it; returns the result.
+
+        ``actor`` names the caller in the history of what it writes (a token's name, say)."""
         handler = self._handlers.get(name)
         if handler is None:
             raise InvalidArgument(
@@ -124,8 +135,10 @@ class KBStore:
                 argument="name"
             )
         granted = granted_set(granted)
+        history.check_actor(actor, None)
         with self._tool_errors(name):
-            return handler(self._ctx, validate_arguments(SCHEMAS[name], arguments), granted)
+            return handler(self._ctx, validate_arguments(SCHEMAS[name], arguments), granted,
+                           actor)
 
     def preview_edit(self, arguments, *, granted):
         """What an edit would do now, for an approval prompt; raises what the edit would raise."""
@@ -183,6 +196,19 @@ class KBStore:
         with self._db.read():
             return access.knowledge_base(self._db, kb_id)["head_sequence"]
 
+    def history(self, kb_id, article_id):
+        """Every version of an article, oldest first: time, how, who, the event, the size and
+        its change, the summary, whether it was pruned (``kbcite.history.listing``)."""
+        return history.listing(self._db, kb_id, article_id)
+
+    def version_texts(self, kb_id, article_id, versions):
+        """``{version: (title, content)}`` of an article at the given versions, drafts too."""
+        return history.texts_of(self._db, kb_id, article_id, versions)
+
+    def events(self, kb_id, after=0, limit=1000):
+        """Up to ``limit`` events after ``after``, each with the actor of its version."""
+        return history.events(self._db, kb_id, after, limit)
+
     def audit(self):
         """Problems found in the stored data (an empty list when all is consistent)."""
         return audit.audit(self._db)
@@ -193,12 +219,13 @@ class KBStore:
         """Create an empty knowledge base."""
         articles.create_knowledge_base(self._ctx, kb_id, name)
 
-    def create_article(self, kb_id, title, content, *, published=True, source=None):
+    def create_article(self, kb_id, title, content, *, published=True, source=None, actor=None):
         """Add an article (published, or a draft); returns its new article ID."""
         check_new_article(title, content, "title", "content")
-        return articles.create(self._ctx, kb_id, [(title, content, source)], published)[0]
+        return articles.create(self._ctx, kb_id, [(title, content, source)], published,
+                               actor)[0]
 
-    def create_articles(self, kb_id, items, *, published=True):
+    def create_articles(self, kb_id, items, *, published=True, actor=None):
         """Add many ``(title, content)`` articles in one transaction; returns their IDs.
 
         A bulk load: one commit, one index segment and one update of the search statistics
@@ -206,23 +233,39 @@ class KBStore:
         is written, so a bad one adds none.
         """
         items = articles.check_articles(items)
-        return articles.create(self._ctx, kb_id, [(t, c, None) for t, c in items], published)
+        return articles.create(self._ctx, kb_id, [(t, c, None) for t, c in items], published,
+                               actor)
 
-    def save_article(self, kb_id, article_id, *, content=None, title=None):
+    def save_article(self, kb_id, article_id, *, content=None, title=None, actor=None,
+                     summary=None):
         """A person's save (last writer wins); returns the new ``updated_at``.
 
         Saving a draft keeps it a draft and writes no event; saving a published article
         writes ``article.updated``.
         """
-        return articles.save(self._ctx, kb_id, article_id, content=content, title=title)
+        return articles.save(self._ctx, kb_id, article_id, content=content, title=title,
+                             actor=actor, summary=summary)
 
-    def publish(self, kb_id, article_id):
+    def publish(self, kb_id, article_id, *, actor=None):
         """Make an article visible to agents; returns its ``updated_at`` (unchanged if it was)."""
-        return articles.set_published(self._ctx, kb_id, article_id, True)
+        return articles.set_published(self._ctx, kb_id, article_id, True, actor)
 
-    def unpublish(self, kb_id, article_id):
+    def unpublish(self, kb_id, article_id, *, actor=None):
         """Hide an article from agents; returns its ``updated_at`` (unchanged if it was hidden)."""
-        return articles.set_published(self._ctx, kb_id, article_id, False)
+        return articles.set_published(self._ctx, kb_id, article_id, False, actor)
+
+    def revert(self, kb_id, article_id, to_version, *, expected_version, actor=None,
+               summary=None):
+        """A new version with ``to_version``'s title and content, only if the article is still
+        at ``expected_version``; returns ``{updated_at, event}``."""
+        updated_at, event = articles.revert(self._ctx, kb_id, article_id, to_version,
+                                            expected_version, actor=actor, summary=summary)
+        return {"updated_at": updated_at, "event": event}
+
+    def prune_history(self, kb_id, keep_days, *, dry_run=False):
+        """Drop the texts of versions older than ``keep_days`` days, never an article's
+        current one; returns how many (``kbcite.history.prune``)."""
+        return history.prune(self._ctx, kb_id, keep_days, dry_run=dry_run)
 
     def optimize(self, kb_id):
         """Compact a knowledge base's search index; worth it after bulk loads."""

@@ -7,9 +7,9 @@ The store dispatches each name to its handler (``kbcite.store.HANDLERS``).
 """
 
 from .limits import (
-    EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX,
-    ID_MAX, KEY_MAX, QUERY_MAX, QUERY_MIN, RESOURCE_TYPES, SEARCH_LIMIT_DEFAULT,
-    SEARCH_LIMIT_MAX, TITLE_MAX, VERSION_MAX,
+    CITATIONS_MAX, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, EVENTS_LIMIT_DEFAULT,
+    EVENTS_LIMIT_MAX, ID_MAX, KEY_MAX, QUERY_MAX, QUERY_MIN, RESOURCE_TYPES,
+    SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SUMMARY_MAX, TITLE_MAX, VERSION_MAX,
 )
 
 
@@ -45,6 +45,37 @@ _CITATION = {
     "additionalProperties": False,
 }
 
+
+# A citation as a caller sends it back: the three fields, each a string.
+_CITATION_IN = {
+    "type": "object",
+    "properties": {
+        "knowledge_base_id": _string("The citation's knowledge base."),
+        "article_id": _string("The citation's article."),
+        "updated_at": _string("The citation's version.", 1, VERSION_MAX, format="date-time"),
+    },
+    "required": ["knowledge_base_id", "article_id", "updated_at"],
+    "additionalProperties": False,
+}
+
+# What changed between two versions (``kbcite.changes``): the title, and paragraph hunks.
+_CHANGES = {
+    "type": ["object", "null"],
+    "properties": {
+        "title": {"type": ["object", "null"],
+                  "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
+                  "required": ["from", "to"], "additionalProperties": False},
+        "hunks": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"at": {"type": "integer", "minimum": 0},
+                           "removed": {"type": "array", "items": {"type": "string"}},
+                           "added": {"type": "array", "items": {"type": "string"}}},
+            "required": ["at", "removed", "added"], "additionalProperties": False}},
+        "truncated": {"type": "boolean"},
+    },
+    "required": ["title", "hunks", "truncated"],
+    "additionalProperties": False,
+}
 
 _EVENT = {
     "type": "object",
@@ -116,7 +147,17 @@ TOOLS = [
             "a stable citation."
         ),
         "inputSchema": _object(
-            {"knowledge_base_id": _KB_ID, "article_id": _ARTICLE_ID},
+            {
+                "knowledge_base_id": _KB_ID,
+                "article_id": _ARTICLE_ID,
+                "version": _string(
+                    "The updated_at of a citation of this article: read what it cited, with "
+                    "the citation of now beside it. Omit to read the current version.",
+                    1,
+                    VERSION_MAX,
+                    format="date-time",
+                ),
+            },
             ["knowledge_base_id", "article_id"],
         ),
         "outputSchema": _object(
@@ -128,7 +169,10 @@ TOOLS = [
                 "updated_at": _UPDATED_AT,
                 "citation": _CITATION,
                 "head_sequence": {"type": "integer", "minimum": 0},
-            }
+                "current": _CITATION,
+            },
+            ["knowledge_base_id", "article_id", "title", "content", "updated_at", "citation",
+             "head_sequence"],
         ),
         "annotations": {"readOnlyHint": True},
     },
@@ -150,7 +194,9 @@ TOOLS = [
                 "title": _string("New title; omit to keep the current one.", 1, TITLE_MAX),
                 "expected_version": _string(
                     "The updated_at of the citation you read; the edit is rejected if the "
-                    "article changed since.",
+                    "article changed since, and the rejection's details carry the current "
+                    "citation and what changed (details.changes), to re-apply your change "
+                    "without another read.",
                     1,
                     VERSION_MAX,
                     format="date-time",
@@ -161,6 +207,8 @@ TOOLS = [
                     1,
                     KEY_MAX,
                 ),
+                "summary": _string("Why, in a line, for the article's history (optional).", 1,
+                                   SUMMARY_MAX),
             },
             ["knowledge_base_id", "article_id", "content", "expected_version", "idempotency_key"],
         ),
@@ -213,6 +261,50 @@ TOOLS = [
                 "events": {"type": "array", "items": _EVENT},
                 "next_after_sequence": {"type": "integer", "minimum": 0},
                 "has_more": {"type": "boolean"},
+                "head_sequence": {"type": "integer", "minimum": 0},
+            }
+        ),
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "check_citations",
+        "description": (
+            "Check citations from earlier search hits and reads against one granted knowledge "
+            "base: for each, whether it is current, changed (with what changed since, by "
+            "paragraph) or gone. One call for up to %d citations." % CITATIONS_MAX
+        ),
+        "inputSchema": _object(
+            {
+                "knowledge_base_id": _KB_ID,
+                "citations": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": CITATIONS_MAX,
+                    "items": _CITATION_IN,
+                    "description": "Citations as search hits and reads returned them.",
+                },
+            }
+        ),
+        "outputSchema": _object(
+            {
+                "knowledge_base_id": {"type": "string"},
+                "results": {
+                    "type": "array",
+                    "items": _object(
+                        {
+                            "citation": _CITATION,
+                            "status": {"type": "string",
+                                       "enum": ["current", "changed", "gone", "not_found"]},
+                            "current": {"type": ["object", "null"],
+                                        "properties": _CITATION["properties"],
+                                        "required": _CITATION["required"],
+                                        "additionalProperties": False},
+                            "changes": _CHANGES,
+                            "reason": {"type": "string"},
+                        },
+                        ["citation", "status", "current", "changes"],
+                    ),
+                },
                 "head_sequence": {"type": "integer", "minimum": 0},
             }
         ),

@@ -15,6 +15,7 @@ FLOORS = {
     4: ["kbcite", "kbcite.store", "kbcite.testing"],
     3: ["kbcite.edits", "kbcite.articles", "kbcite.events", "kbcite.reads", "kbcite.importer",
         "kbcite.markdown", "kbcite.tokens", "kbcite.audit", "kbcite.access", "kbcite.context",
+        "kbcite.history", "kbcite.citations", "kbcite.changes",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
     2: ["kbcite.engines.*"],
     1: ["kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",

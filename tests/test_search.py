@@ -13,6 +13,7 @@ from kbcite.limits import CONTENT_MAX_BYTES
 from kbcite.search import ranking, text, tiers
 from kbcite.search.query import query_tree
 from kbcite.search.snippets import SNIPPET_SCAN_CHARS
+from support.old_schemas import as_schema_2
 
 KB = "kb-search"
 GRANTED = frozenset({KB})
@@ -391,21 +392,6 @@ def test_the_audit_finds_a_damaged_index_of_titles(store, engine):
         "knowledge base %r: the index of titles differs from its articles' titles" % KB]
     store.rebuild_index(KB)
     assert store.audit() == []
-
-
-def as_schema_2(address, engine):
-    """Take a store back to schema 2, as the version before the index of titles left it."""
-    with KBStore(address) as store:
-        db = store._db
-        with db.write():
-            if engine == "sqlite":
-                for (kb_pk,) in db.execute("SELECT pk FROM knowledge_bases").fetchall():
-                    db.execute("DROP TABLE fts_title_%d" % kb_pk)
-                db.execute("PRAGMA user_version = 2")
-            else:
-                db.execute("DROP INDEX search_docs_title_tsv")
-                db.execute("ALTER TABLE search_docs DROP COLUMN title_tsv")
-                db.execute("UPDATE kb_meta SET value = '2' WHERE key = 'schema_version'")
 
 
 def test_a_schema_2_store_is_upgraded_with_its_index_of_titles(engine, tmp_path, request,

@@ -84,7 +84,7 @@ def test_tools_list_is_the_store_tools_with_output_schemas(start, db, writes):
     tools = client.call("tools/list")["result"]["tools"]
     assert tools == kbcite.TOOLS
     assert [t["name"] for t in tools] == ["search_knowledge_base", "read_knowledge_article",
-                                          EDIT, "poll_resource_events"]
+                                          EDIT, "poll_resource_events", "check_citations"]
     for tool in tools:
         assert tool["outputSchema"]["type"] == "object"
         assert tool["inputSchema"]["type"] == "object"
@@ -95,7 +95,7 @@ def test_writes_deny_hides_the_edit_tool_and_refuses_calls(start, db):
     client = start(db.path, writes="deny")
     client.initialize(capabilities={"elicitation": {}})
     names = [t["name"] for t in client.call("tools/list")["result"]["tools"]]
-    assert names == ["search_knowledge_base", "read_knowledge_article", "poll_resource_events"]
+    assert names == [t["name"] for t in kbcite.TOOLS if t["name"] != EDIT]
     before = store_read(db, db.password)
     response = client.call("tools/call", {"name": EDIT, "arguments": edit_args(
         db, db.password, before["updated_at"], "Hacked.", "k1")})
@@ -493,14 +493,14 @@ protocol.Protocol._ping = staticmethod(noisy_ping)
 
 FAILING_STORE = """
 real_search = kbcite.store.HANDLERS["search_knowledge_base"]
-def failing_search(ctx, args, granted):
+def failing_search(ctx, args, granted, actor=None):
     if args["query"] == "locked":
         raise sqlite3.OperationalError("database is locked")
     if args["query"] == "full":
         raise sqlite3.OperationalError("database or disk is full")
     if args["query"] == "bug!":
         raise RuntimeError("a bug")
-    return real_search(ctx, args, granted)
+    return real_search(ctx, args, granted, actor)
 kbcite.store.HANDLERS["search_knowledge_base"] = failing_search
 """
 

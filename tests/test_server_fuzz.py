@@ -172,6 +172,12 @@ def wrong_values(name, rule):
                              "2026-11-08 09:00:00Z", "0000-01-01T00:00:00Z",
                              "9999-12-31T23:59:59.999999-23:59", "2026-11-08T09:00:00Z\n",
                              "２０２６-11-08T09:00:00Z"],
+        "version": ["yesterday", "2026-13-01T00:00:00Z", "2026-11-08T09:00:00",
+                    "2026-11-08T09:00:00Z\n", "２０２６-11-08T09:00:00Z"],
+        "citations": [[{"knowledge_base_id": "support", "article_id": "art-000001",
+                        "updated_at": "yesterday"}], [{"knowledge_base_id": "support"}],
+                      [{"knowledge_base_id": "support", "article_id": "art-000001",
+                        "updated_at": "2026-11-08T09:00:00Z", "extra": 1}]],
         "resource_type": ["channel", "note", "record", "session"],
         "after_sequence": [10 ** 6],
         "title": ["   ", "\t\n"],
@@ -195,6 +201,9 @@ def base_arguments(db):
                                    "expected_version": db.version, "idempotency_key": "fuzz"},
         "poll_resource_events": {"resource_type": "knowledge_base", "resource_id": "support",
                                  "after_sequence": 0, "limit": 10},
+        "check_citations": {"knowledge_base_id": "support", "citations": [
+            {"knowledge_base_id": "support", "article_id": db.password,
+             "updated_at": db.version}]},
     }
 
 

@@ -89,6 +89,11 @@ def as_datetime(version):
 def conforms(schema, value, where="$"):
     """Assert ``value`` fits one of our output schemas (the keywords those schemas use)."""
     kind = schema.get("type")
+    if isinstance(kind, list):  # ["object", "null"]: null, or the other type
+        if value is None:
+            assert "null" in kind, where
+            return
+        kind = [k for k in kind if k != "null"][0]
     if kind == "object":
         assert isinstance(value, dict), where
         properties = schema.get("properties", {})
@@ -121,8 +126,12 @@ def conforms(schema, value, where="$"):
 # -- the tool list ------------------------------------------------------------------------------
 
 
+# Our tools beyond the live list's four, which come first and in its order.
+OUR_TOOLS = ["check_citations"]
+
+
 def test_tool_names_and_order_match_the_live_list():
-    assert TOOL_NAMES == [tool["name"] for tool in LIVE]
+    assert TOOL_NAMES == [tool["name"] for tool in LIVE] + OUR_TOOLS
 
 
 @pytest.mark.parametrize("live", LIVE, ids=[tool["name"] for tool in LIVE])
@@ -143,12 +152,15 @@ def test_tool_matches_the_live_list(live):
 SPEC_TYPES = {
     "search_knowledge_base": {"knowledge_base_id": "string", "query": "string",
                               "limit": "integer"},
-    "read_knowledge_article": {"knowledge_base_id": "string", "article_id": "string"},
+    "read_knowledge_article": {"knowledge_base_id": "string", "article_id": "string",
+                               "version": "string"},
     "edit_knowledge_article": {"knowledge_base_id": "string", "article_id": "string",
                                "content": "string", "title": "string",
-                               "expected_version": "string", "idempotency_key": "string"},
+                               "expected_version": "string", "idempotency_key": "string",
+                               "summary": "string"},
     "poll_resource_events": {"resource_type": "string", "resource_id": "string",
                              "after_sequence": "integer", "limit": "integer"},
+    "check_citations": {"knowledge_base_id": "string", "citations": "array"},
 }
 
 
@@ -719,7 +731,8 @@ def _cases():
     add("search_knowledge_base", "Query", ["password"])
     add("read_knowledge_article", "knowledge_base_id", ID_BAD + [MISSING])
     add("read_knowledge_article", "article_id", ID_BAD + [MISSING])
-    add("read_knowledge_article", "version", ["2026-11-08T09:00:00Z"])
+    add("read_knowledge_article", "version", STRING_BAD + [""] + MALFORMED_VERSIONS)
+    add("read_knowledge_article", "versions", ["2026-11-08T09:00:00Z"])
     add("edit_knowledge_article", "knowledge_base_id", ID_BAD + [MISSING])
     add("edit_knowledge_article", "article_id", ID_BAD + [MISSING])
     add("edit_knowledge_article", "content", STRING_BAD + [
@@ -742,6 +755,14 @@ def _cases():
     add("poll_resource_events", "after_sequence", INT_BAD + [-1, 2, 10 ** 30])  # head is 1
     add("poll_resource_events", "limit", INT_BAD + [0, -5, 101])
     add("poll_resource_events", "cursor", [0])
+    good = {"knowledge_base_id": KB, "article_id": "art-000001",
+            "updated_at": "2026-11-08T09:00:00.000000Z"}
+    add("check_citations", "knowledge_base_id", ID_BAD + [MISSING])
+    add("check_citations", "citations", [
+        None, "x", {}, [], [good] * 101, MISSING, ["x"], [{}], [dict(good, extra=1)],
+        [dict(good, updated_at="yesterday")], [good, dict(good, article_id=7)],
+        [dict(good, knowledge_base_id="")], [{k: v for k, v in good.items() if k != "article_id"}],
+    ] + [[dict(good, updated_at=v)] for v in MALFORMED_VERSIONS])
     return cases
 
 
@@ -758,6 +779,8 @@ def bad_input_store(file_store, db_path):
                                    "content": "new content", "expected_version": version,
                                    "idempotency_key": "key-1"},
         "poll_resource_events": {"resource_type": "knowledge_base", "resource_id": KB},
+        "check_citations": {"knowledge_base_id": KB, "citations": [
+            {"knowledge_base_id": KB, "article_id": aid, "updated_at": version}]},
     }
     return file_store, db_path, valid
 
@@ -781,7 +804,9 @@ def test_bad_input_is_refused_naming_the_argument(bad_input_store, tool, argumen
     err = error_of(store, tool, arguments)
     assert err.code == "invalid_argument", err.to_dict()
     assert argument in err.message
-    assert err.details.get("argument") == argument
+    # A citation's own field is named by its path: citations[1].article_id.
+    named = err.details.get("argument")
+    assert named == argument or (tool == "check_citations" and named.startswith(argument + "["))
     json.dumps(err.to_dict())  # the error itself must be JSON-ready
     assert dump(path) == before
     # No transaction was left open: the valid call still goes through.

@@ -32,9 +32,13 @@ import contextlib
 from ..errors import NotAStore, StoreBusy, StoreDamaged, StoreFailed
 from ..limits import SCHEMA_VERSION
 
-# The columns every read of an article's full row selects, in one place.
-ARTICLE_COLUMNS = ("pk, article_id, title, content, published, version_us, updated_at, source, "
-                   "import_version")
+# The columns every read of an article's full row selects, and the join that brings its text.
+ARTICLE_COLUMNS = ("a.pk, a.article_id, a.title, t.content, a.published, a.version_us, "
+                   "a.updated_at, a.source, a.import_version, a.text_pk")
+ARTICLE_FROM = "articles AS a JOIN texts AS t ON t.pk = a.text_pk"
+# A version's row, without its text.
+VERSION_COLUMNS = ("article_pk", "version_us", "updated_at", "action", "sequence", "event",
+                   "published", "title", "text_pk", "bytes", "actor", "summary")
 
 KB_COLUMNS = "pk, kb_id, head_sequence, published_count, title_tokens, body_tokens"
 
@@ -93,6 +97,14 @@ class Engine:
     def lock_kb(self, kb_id):
         """The knowledge base row, locked for the rest of the write transaction, or None."""
         raise NotImplementedError
+
+    def new_text_pks(self, count):
+        """Inside ``write()``: ``count`` fresh, increasing pks for new texts."""
+        raise NotImplementedError
+
+    def foreign_keys(self, enabled):
+        """Outside a transaction: check foreign keys on every statement, or not (a migration
+        that rebuilds a table)."""
 
     def lock_new_kb(self):
         """Inside ``write()``: make creations of knowledge bases take turns, where the write
@@ -215,58 +227,148 @@ class Engine:
                         (kb_pk, article_id))
 
     def article(self, pk):
-        """An article's whole row."""
-        return self.row("SELECT %s FROM articles WHERE pk = ?" % ARTICLE_COLUMNS, (pk,))
+        """An article's whole row, its current text with it."""
+        return self.row("SELECT %s FROM %s WHERE a.pk = ?" % (ARTICLE_COLUMNS, ARTICLE_FROM),
+                        (pk,))
 
     def article_by_id(self, kb_pk, article_id):
         """An article's whole row by its ID, or None."""
-        return self.row("SELECT %s FROM articles WHERE kb_pk = ? AND article_id = ?"
-                        % ARTICLE_COLUMNS, (kb_pk, article_id))
+        return self.row("SELECT %s FROM %s WHERE a.kb_pk = ? AND a.article_id = ?"
+                        % (ARTICLE_COLUMNS, ARTICLE_FROM), (kb_pk, article_id))
+
+    def articles_by_ids(self, kb_pk, article_ids):
+        """``{article_id: whole row}`` of those of ``article_ids`` that exist."""
+        marks = ",".join("?" * len(article_ids))
+        return {row["article_id"]: row for row in self.rows(
+            "SELECT %s FROM %s WHERE a.kb_pk = ? AND a.article_id IN (%s)"
+            % (ARTICLE_COLUMNS, ARTICLE_FROM, marks), [kb_pk] + list(article_ids))}
+
+    def articles_visibility(self, kb_pk, article_ids):
+        """``{article_id: {pk, published}}`` of those of ``article_ids`` that exist, read
+        without their text."""
+        marks = ",".join("?" * len(article_ids))
+        return {row["article_id"]: row for row in self.rows(
+            "SELECT pk, article_id, published FROM articles WHERE kb_pk = ? AND article_id IN "
+            "(%s)" % marks, [kb_pk] + list(article_ids))}
 
     def articles_insert(self, kb_pk, rows):
-        """New articles from ``(article_id, title, content, published, version_us, updated_at,
+        """New articles from ``(article_id, title, text_pk, published, version_us, updated_at,
         source)`` rows, their IDs consecutive; returns their pks in the same order."""
         self.execute_many(
-            "INSERT INTO articles (kb_pk, article_id, title, content, published, version_us, "
+            "INSERT INTO articles (kb_pk, article_id, title, text_pk, published, version_us, "
             "updated_at, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(kb_pk, a, t, c, int(p), v, u, s) for a, t, c, p, v, u, s in rows])
+            [(kb_pk, a, t, x, int(p), v, u, s) for a, t, x, p, v, u, s in rows])
         # Article IDs have a fixed width, so their text order is their number order.
         pks = {r["article_id"]: r["pk"] for r in self.rows(
             "SELECT pk, article_id FROM articles WHERE kb_pk = ? AND article_id >= ? "
             "AND article_id <= ?", (kb_pk, rows[0][0], rows[-1][0]))}
         return [pks[row[0]] for row in rows]
 
-    def article_swap(self, row, title, content, published, version_us, updated_at):
+    def article_swap(self, row, title, text_pk, published, version_us, updated_at):
         """The compare-and-swap: write only if the article still holds ``row``'s version and
         visibility; returns the number of rows written (0 or 1)."""
         return self.execute(
-            "UPDATE articles SET title = ?, content = ?, published = ?, version_us = ?, "
+            "UPDATE articles SET title = ?, text_pk = ?, published = ?, version_us = ?, "
             "updated_at = ? WHERE pk = ? AND version_us = ? AND published = ?",
-            (title, content, int(published), version_us, updated_at, row["pk"],
+            (title, text_pk, int(published), version_us, updated_at, row["pk"],
              row["version_us"], row["published"])).rowcount
 
     def article_list(self, kb_pk):
         """Every article of a knowledge base without its content, in creation order."""
         return self.rows(
-            "SELECT article_id, title, published, updated_at, length(content) AS chars, source "
-            "FROM articles WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+            "SELECT a.article_id, a.title, a.published, a.updated_at, length(t.content) AS "
+            "chars, a.source FROM %s WHERE a.kb_pk = ? ORDER BY a.pk" % ARTICLE_FROM, (kb_pk,))
 
     def published_texts(self, kb_pk):
         """Every published article's pk, title and content, in creation order (to index anew)."""
-        return self.rows("SELECT pk, title, content FROM articles WHERE kb_pk = ? AND "
-                         "published = 1 ORDER BY pk", (kb_pk,))
+        return self.rows("SELECT a.pk, a.title, t.content FROM %s WHERE a.kb_pk = ? AND "
+                         "a.published = 1 ORDER BY a.pk" % ARTICLE_FROM, (kb_pk,))
 
     def article_hits(self, pks, chars):
         """Search hits' rows: the first ``chars`` characters of the content only."""
         marks = ",".join("?" * len(pks))
         return self.rows(
-            "SELECT pk, article_id, title, updated_at, substr(content, 1, ?) AS content "
-            "FROM articles WHERE pk IN (%s)" % marks, [chars] + list(pks))
+            "SELECT a.pk, a.article_id, a.title, a.updated_at, substr(t.content, 1, ?) AS "
+            "content FROM %s WHERE a.pk IN (%s)" % (ARTICLE_FROM, marks), [chars] + list(pks))
 
     def articles_imported(self, kb_pk):
         """The articles an import made, with their content, keyed by nothing (a list)."""
-        return self.rows("SELECT %s FROM articles WHERE kb_pk = ? AND source IS NOT NULL"
-                         % ARTICLE_COLUMNS, (kb_pk,))
+        return self.rows("SELECT %s FROM %s WHERE a.kb_pk = ? AND a.source IS NOT NULL"
+                         % (ARTICLE_COLUMNS, ARTICLE_FROM), (kb_pk,))
+
+    # -- shared: texts and versions --------------------------------------------------------------
+
+    def texts_insert(self, kb_pk, contents):
+        """Store new texts; returns their pks in order (``new_text_pks`` allocates them)."""
+        pks = self.new_text_pks(len(contents))
+        self.execute_many("INSERT INTO texts (pk, kb_pk, bytes, content) VALUES (?, ?, ?, ?)",
+                          [(pk, kb_pk, len(content.encode("utf-8")), content)
+                           for pk, content in zip(pks, contents)])
+        return pks
+
+    def texts(self, pks):
+        """``{pk: content}`` of the given texts."""
+        pks = sorted(set(pks))
+        if not pks:
+            return {}
+        marks = ",".join("?" * len(pks))
+        return {row["pk"]: row["content"] for row in self.rows(
+            "SELECT pk, content FROM texts WHERE pk IN (%s)" % marks, pks)}
+
+    def versions_insert(self, kb_pk, rows):
+        """Append version rows (dicts keyed by ``VERSION_COLUMNS``) to the history."""
+        self.execute_many(
+            "INSERT INTO versions (kb_pk, %s) VALUES (?, %s)"
+            % (", ".join(VERSION_COLUMNS), ", ".join("?" * len(VERSION_COLUMNS))),
+            [(kb_pk,) + tuple(row[c] for c in VERSION_COLUMNS) for row in rows])
+
+    def version(self, article_pk, version_us):
+        """One version's row (without its text), or None."""
+        return self.row("SELECT %s FROM versions WHERE article_pk = ? AND version_us = ?"
+                        % ", ".join(VERSION_COLUMNS), (article_pk, version_us))
+
+    def versions_at(self, pairs):
+        """``{(article_pk, version_us): row}`` of the versions named by ``pairs``."""
+        pairs, found = sorted(set(pairs)), {}
+        # A hundred keys a statement keeps the OR chain well inside SQLite's expression depth.
+        for start in range(0, len(pairs), 100):
+            chunk = pairs[start:start + 100]
+            where = " OR ".join(["(article_pk = ? AND version_us = ?)"] * len(chunk))
+            for row in self.rows("SELECT %s FROM versions WHERE %s"
+                                 % (", ".join(VERSION_COLUMNS), where),
+                                 [value for pair in chunk for value in pair]):
+                found[(row["article_pk"], row["version_us"])] = row
+        return found
+
+    def versions_of(self, article_pk):
+        """Every version of an article, oldest first, without texts."""
+        return self.rows("SELECT %s FROM versions WHERE article_pk = ? ORDER BY version_us"
+                         % ", ".join(VERSION_COLUMNS), (article_pk,))
+
+    def versions_prunable(self, kb_pk, before_us):
+        """How many versions ``versions_prune`` would prune."""
+        return self.value(
+            "SELECT count(*) FROM versions WHERE kb_pk = ? AND version_us < ? AND "
+            "text_pk IS NOT NULL AND NOT EXISTS (SELECT 1 FROM articles AS a WHERE "
+            "a.pk = versions.article_pk AND a.version_us = versions.version_us)",
+            (kb_pk, before_us))
+
+    def versions_prune(self, kb_pk, before_us):
+        """Drop the texts of a knowledge base's versions older than ``before_us``, never an
+        article's current one; the rows stay, marked pruned. Returns how many were pruned."""
+        pruned = self.execute(
+            "UPDATE versions SET text_pk = NULL WHERE kb_pk = ? AND version_us < ? AND "
+            "text_pk IS NOT NULL AND NOT EXISTS (SELECT 1 FROM articles AS a WHERE "
+            "a.pk = versions.article_pk AND a.version_us = versions.version_us)",
+            (kb_pk, before_us)).rowcount
+        # A text goes once nothing holds it: neither a version kept nor an article's current.
+        held = {row["text_pk"] for row in self.rows(
+            "SELECT text_pk FROM versions WHERE kb_pk = ? AND text_pk IS NOT NULL UNION "
+            "SELECT text_pk FROM articles WHERE kb_pk = ?", (kb_pk, kb_pk))}
+        loose = [row["pk"] for row in self.rows("SELECT pk FROM texts WHERE kb_pk = ?",
+                                                (kb_pk,)) if row["pk"] not in held]
+        self.execute_many("DELETE FROM texts WHERE pk = ?", [(pk,) for pk in loose])
+        return pruned
 
     def article_set_source(self, pk, source):
         """Point an imported article at another file (a rename)."""
@@ -458,6 +560,19 @@ class Engine:
         """Every article's pk, ID, visibility and version."""
         return self.rows("SELECT pk, article_id, published, updated_at FROM articles "
                          "WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+
+    def audit_history(self, kb_pk):
+        """What the history holds: every version (without texts) in order, the articles'
+        current rows, and the pks of the knowledge base's texts."""
+        versions = self.rows("SELECT %s FROM versions WHERE kb_pk = ? ORDER BY article_pk, "
+                             "version_us" % ", ".join(VERSION_COLUMNS), (kb_pk,))
+        articles = self.rows("SELECT pk, article_id, title, published, version_us, text_pk "
+                             "FROM articles WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+        texts = {r["pk"] for r in self.rows("SELECT pk FROM texts WHERE kb_pk = ?", (kb_pk,))}
+        events = {r["sequence"]: r for r in self.rows(
+            "SELECT sequence, type, article_id, updated_at FROM events WHERE kb_pk = ?",
+            (kb_pk,))}
+        return versions, articles, texts, events
 
     def audit_search(self, kb_pk):
         """What the search statistics hold: docs, their token totals, title rows, term rows."""

@@ -53,8 +53,39 @@ except ImportError:  # the [postgres] extra is not installed; said when a store 
     psycopg = None
 
 # Our tables, in the order a dump lists them and a new store creates them.
-TABLES = ("kb_meta", "knowledge_bases", "articles", "events", "idempotency", "search_docs",
-          "search_terms", "title_terms", "tokens")
+TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
+          "idempotency", "search_docs", "search_terms", "title_terms", "tokens")
+
+# Each text an article has had, stored once (schema 4). Uncompressed out-of-line storage: a
+# snippet's substr() reads the first chunks of a long article, not all of it.
+TEXTS_SQL = """
+CREATE TABLE texts (
+    pk BIGSERIAL PRIMARY KEY,
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    bytes INTEGER NOT NULL,
+    content TEXT NOT NULL
+);
+ALTER TABLE texts ALTER COLUMN content SET STORAGE EXTERNAL
+"""
+# Every version of every article (schema 4), as on SQLite.
+VERSIONS_SQL = """
+CREATE TABLE versions (
+    article_pk BIGINT NOT NULL REFERENCES articles(pk),
+    version_us BIGINT NOT NULL,
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    updated_at TEXT NOT NULL,
+    action TEXT NOT NULL,
+    sequence BIGINT,
+    event TEXT,
+    published INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    text_pk BIGINT REFERENCES texts(pk),
+    bytes INTEGER NOT NULL,
+    actor TEXT,
+    summary TEXT,
+    PRIMARY KEY (article_pk, version_us)
+)
+"""
 
 SCHEMA_SQL = """
 CREATE TABLE kb_meta (
@@ -71,6 +102,7 @@ CREATE TABLE knowledge_bases (
     title_tokens BIGINT NOT NULL DEFAULT 0,
     body_tokens BIGINT NOT NULL DEFAULT 0
 );
+""" + TEXTS_SQL + """;
 CREATE TABLE articles (
     pk BIGSERIAL PRIMARY KEY,
     kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
@@ -81,13 +113,11 @@ CREATE TABLE articles (
     updated_at TEXT NOT NULL,
     source TEXT,
     import_version TEXT,
-    content TEXT NOT NULL,
+    text_pk BIGINT NOT NULL REFERENCES texts(pk),
     UNIQUE (kb_pk, article_id),
     UNIQUE (kb_pk, source)
 );
--- Uncompressed out-of-line storage: a snippet's substr() reads the first chunks of a long
--- article, not all of it.
-ALTER TABLE articles ALTER COLUMN content SET STORAGE EXTERNAL;
+""" + VERSIONS_SQL + """;
 CREATE TABLE events (
     kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
     sequence BIGINT NOT NULL,
@@ -265,6 +295,12 @@ class PostgresEngine(Engine):
         return self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ? FOR UPDATE"
                         % KB_COLUMNS, (kb_id,))
 
+    def new_text_pks(self, count):
+        """``count`` pks taken from the texts sequence at once (increasing)."""
+        return [row["pk"] for row in self._conn.execute(
+            "SELECT nextval(pg_get_serial_sequence('texts', 'pk')) AS pk FROM "
+            "generate_series(1, %s) ORDER BY 1", (count,)).fetchall()]
+
     def lock_new_kb(self):
         """Inside ``write()``: make creations of knowledge bases take turns (a unique ID check
         then holds until the commit)."""
@@ -351,6 +387,28 @@ class PostgresEngine(Engine):
                     "CREATE INDEX search_docs_title_tsv ON search_docs USING GIN (title_tsv) "
                     "WITH (fastupdate = off)"):
                 self._conn.execute(statement)
+        if found < 4:
+            # Schema 4: versions. Each article's text moves to ``texts`` (under the article's
+            # pk), and its history starts at its current version, with the event that made it.
+            for statement in TEXTS_SQL.split(";") + [
+                    "INSERT INTO texts (pk, kb_pk, bytes, content) SELECT pk, kb_pk, "
+                    "octet_length(content), content FROM articles",
+                    "SELECT setval(pg_get_serial_sequence('texts', 'pk'), "
+                    "coalesce((SELECT max(pk) FROM texts), 0) + 1, false)",
+                    "ALTER TABLE articles ADD COLUMN text_pk BIGINT REFERENCES texts(pk)",
+                    "UPDATE articles SET text_pk = pk",
+                    "ALTER TABLE articles ALTER COLUMN text_pk SET NOT NULL",
+                    "ALTER TABLE articles DROP COLUMN content"] + VERSIONS_SQL.split(";") + [
+                    "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, "
+                    "sequence, event, published, title, text_pk, bytes) SELECT a.pk, "
+                    "a.version_us, a.kb_pk, a.updated_at, 'upgrade', e.sequence, e.type, "
+                    "a.published, a.title, a.text_pk, t.bytes FROM articles AS a JOIN texts AS "
+                    "t ON t.pk = a.text_pk LEFT JOIN (SELECT kb_pk, article_id, max(sequence) "
+                    "AS sequence FROM events GROUP BY kb_pk, article_id) AS l ON l.kb_pk = "
+                    "a.kb_pk AND l.article_id = a.article_id LEFT JOIN events AS e ON e.kb_pk = "
+                    "l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at"]:
+                if statement.strip():
+                    self._conn.execute(statement)
         self._conn.execute("UPDATE kb_meta SET value = %s WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
         self.schema = SCHEMA_VERSION

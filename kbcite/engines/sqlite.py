@@ -28,6 +28,45 @@ from .base import (
 # recognised by them (its application_id is 0).
 STORE_TABLES = frozenset({"knowledge_bases", "articles", "events", "idempotency"})
 
+ARTICLES_SQL = """
+CREATE TABLE {name} (
+    pk INTEGER PRIMARY KEY,
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    article_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    published INTEGER NOT NULL,
+    version_us INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    -- The file an import made it from, and the version that import wrote (or found equal to
+    -- the file): a later version means someone edited it since, and import leaves it alone.
+    source TEXT,
+    import_version TEXT,
+    -- The current version's text.
+    text_pk INTEGER NOT NULL REFERENCES texts(pk),
+    UNIQUE (kb_pk, article_id),
+    UNIQUE (kb_pk, source)
+)"""
+# Every version an article has had, in the transaction of the change that made it: who made it
+# and how, and the event agents saw (none for a draft's save). A pruned version keeps its row
+# (so a read of it says it was pruned) and loses its text (text_pk NULL).
+VERSIONS_SQL = """
+CREATE TABLE versions (
+    article_pk INTEGER NOT NULL REFERENCES articles(pk),
+    version_us INTEGER NOT NULL,
+    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
+    updated_at TEXT NOT NULL,
+    action TEXT NOT NULL,
+    sequence INTEGER,
+    event TEXT,
+    published INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    text_pk INTEGER REFERENCES texts(pk),
+    bytes INTEGER NOT NULL,
+    actor TEXT,
+    summary TEXT,
+    PRIMARY KEY (article_pk, version_us)
+) WITHOUT ROWID"""
+
 CORE_SQL = """
 CREATE TABLE knowledge_bases (
     pk INTEGER PRIMARY KEY,
@@ -40,23 +79,16 @@ CREATE TABLE knowledge_bases (
     title_tokens INTEGER NOT NULL DEFAULT 0,
     body_tokens INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE articles (
+-- Every text an article has had, each stored once: a version that keeps its text (a publish,
+-- an unpublish, a retitle, a revert) points at the text it shares. Its own table, so that
+-- reading an article's small columns never walks a long text's overflow pages.
+CREATE TABLE texts (
     pk INTEGER PRIMARY KEY,
     kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    article_id TEXT NOT NULL,
-    title TEXT NOT NULL,
-    published INTEGER NOT NULL,
-    version_us INTEGER NOT NULL,
-    updated_at TEXT NOT NULL,
-    -- The file an import made it from, and the version that import wrote (or found equal to
-    -- the file): a later version means someone edited it since, and import leaves it alone.
-    source TEXT,
-    import_version TEXT,
-    -- Last, so reading the small columns never walks a long article's overflow pages.
-    content TEXT NOT NULL,
-    UNIQUE (kb_pk, article_id),
-    UNIQUE (kb_pk, source)
+    bytes INTEGER NOT NULL,
+    content TEXT NOT NULL
 );
+""" + ARTICLES_SQL.format(name="articles") + ";" + VERSIONS_SQL + """;
 CREATE TABLE events (
     kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
     sequence INTEGER NOT NULL,
@@ -115,6 +147,29 @@ MIGRATIONS = {
     # Schema 2 to 3: each knowledge base gains a title index (``upgrade_schema`` makes and fills
     # it from the stored title tokens; nothing is re-indexed).
     2: [],
+    # Schema 3 to 4: versions. Each article's text moves to ``texts`` (the articles table is
+    # rebuilt without it: SQLite's way to drop a column on every version), and its history
+    # starts at its current version, with the event that made it.
+    3: ["CREATE TABLE texts (pk INTEGER PRIMARY KEY, kb_pk INTEGER NOT NULL REFERENCES "
+        "knowledge_bases(pk), bytes INTEGER NOT NULL, content TEXT NOT NULL)",
+        "INSERT INTO texts (pk, kb_pk, bytes, content) SELECT pk, kb_pk, "
+        "length(CAST(content AS BLOB)), content FROM articles ORDER BY pk",
+        ARTICLES_SQL.format(name="articles_new"),
+        "INSERT INTO articles_new (pk, kb_pk, article_id, title, published, version_us, "
+        "updated_at, source, import_version, text_pk) SELECT pk, kb_pk, article_id, title, "
+        "published, version_us, updated_at, source, import_version, pk FROM articles",
+        "DROP TABLE articles",
+        "ALTER TABLE articles_new RENAME TO articles",
+        VERSIONS_SQL,
+        "CREATE TEMP TABLE last_events AS SELECT kb_pk, article_id, max(sequence) AS sequence "
+        "FROM events GROUP BY kb_pk, article_id",
+        "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, sequence, "
+        "event, published, title, text_pk, bytes) SELECT a.pk, a.version_us, a.kb_pk, "
+        "a.updated_at, 'upgrade', e.sequence, e.type, a.published, a.title, a.text_pk, t.bytes "
+        "FROM articles AS a JOIN texts AS t ON t.pk = a.text_pk LEFT JOIN last_events AS l ON "
+        "l.kb_pk = a.kb_pk AND l.article_id = a.article_id LEFT JOIN events AS e ON "
+        "e.kb_pk = l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at",
+        "DROP TABLE temp.last_events"],
 }
 
 # One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:
@@ -273,6 +328,11 @@ class SQLiteEngine(Engine):
                     "search_docs WHERE kb_pk = ? ORDER BY pk".format(int(pk)), (pk,))
                 self._conn.execute("INSERT INTO fts_title_{0} (fts_title_{0}) VALUES "
                                    "('optimize')".format(int(pk)))
+        if found < 4:
+            broken = self._conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise damaged_error("the upgrade found %d row(s) naming a missing row, e.g. "
+                                    "table %s" % (len(broken), broken[0][0]))
         self._conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
         self._conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
         return found, kbs if found < 2 else []
@@ -354,6 +414,15 @@ class SQLiteEngine(Engine):
     def lock_kb(self, kb_id):
         """The knowledge base row; BEGIN IMMEDIATE already holds the file's one write lock."""
         return self.kb_row(kb_id)
+
+    def new_text_pks(self, count):
+        """The next ``count`` pks after the largest: the file's write lock makes them ours."""
+        top = self._conn.execute("SELECT coalesce(max(pk), 0) FROM texts").fetchone()[0]
+        return list(range(top + 1, top + 1 + count))
+
+    def foreign_keys(self, enabled):
+        """``PRAGMA foreign_keys`` (it cannot change inside a transaction)."""
+        self._conn.execute("PRAGMA foreign_keys = %s" % ("ON" if enabled else "OFF"))
 
     def store_error(self, exc):
         """The ToolError for an sqlite3 exception: busy, damaged, or failed."""

@@ -1,0 +1,74 @@
+"""The check_citations tool: for each of up to 100 citations, is it current, changed or gone?
+
+One read transaction whatever the number of citations: the cited articles' visibility in one
+statement, the current rows of the published ones in another, the cited versions and their
+texts in one each. For a changed citation the answer carries the change from the cited version
+to now (``kbcite.changes``), so an agent learns what changed without reading the article
+again, and whether the passage it relied on still stands.
+
+What the store hides stays hidden: a citation of another knowledge base is ``not_found``
+without that knowledge base being looked at; a missing, draft or unpublished article is
+``gone`` alike, decided on the small columns before any text is read; a cited version the
+article never had while published is ``changed`` with no change given (``version_not_found``),
+as a version the history no longer holds is (``version_pruned``).
+"""
+
+from . import access, changes
+from .tools import citation
+from .versions import parse_version
+
+
+def check(ctx, args, granted, actor=None):
+    """The ``check_citations`` tool."""
+    cited = args["citations"]
+    versions = []
+    for i, item in enumerate(cited):
+        argument = "citations[%d].updated_at" % i
+        versions.append(parse_version(item["updated_at"], argument))
+    db = ctx.db
+    with db.read():
+        kb = access.knowledge_base(db, args["knowledge_base_id"], granted)
+        own = sorted({item["article_id"] for item in cited
+                      if item["knowledge_base_id"] == kb["kb_id"]})
+        seen = db.articles_visibility(kb["pk"], own) if own else {}
+        visible = [a for a, row in seen.items() if row["published"]]
+        rows = db.articles_by_ids(kb["pk"], visible) if visible else {}
+        wanted = [(rows[item["article_id"]]["pk"], us) for item, us in zip(cited, versions)
+                  if item["knowledge_base_id"] == kb["kb_id"] and item["article_id"] in rows
+                  and us is not None and us != rows[item["article_id"]]["version_us"]]
+        found = db.versions_at(wanted)
+        texts = db.texts(row["text_pk"] for row in found.values()
+                         if row["published"] and row["text_pk"] is not None)
+    results = []
+    for item, us in zip(cited, versions):
+        results.append(_status(kb, item, us, rows, found, texts))
+    return {"knowledge_base_id": kb["kb_id"], "results": results,
+            "head_sequence": kb["head_sequence"]}
+
+
+def _status(kb, item, us, rows, found, texts):
+    """One citation's answer, from what the read transaction gathered."""
+    answer = {"citation": dict(item), "status": None, "current": None, "changes": None}
+    if item["knowledge_base_id"] != kb["kb_id"]:
+        answer["status"] = "not_found"
+        answer["reason"] = "the citation names another knowledge base than this call"
+        return answer
+    row = rows.get(item["article_id"])
+    if row is None:
+        answer["status"] = "gone"
+        return answer
+    answer["current"] = citation(kb["kb_id"], row["article_id"], row["updated_at"])
+    if us == row["version_us"]:
+        answer["status"] = "current"
+        return answer
+    answer["status"] = "changed"
+    version = found.get((row["pk"], us))
+    if version is None or not version["published"]:
+        answer["reason"] = "version_not_found"
+    elif version["text_pk"] is None:
+        answer["reason"] = "version_pruned"
+    else:
+        answer["changes"] = changes.changes(version["title"], texts[version["text_pk"]],
+                                            row["title"], row["content"])
+    return answer
+

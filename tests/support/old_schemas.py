@@ -1,0 +1,58 @@
+"""Stores taken back to an older schema, as the version before wrote them, to upgrade again."""
+
+from kbcite import KBStore
+from kbcite.engines import open_engine
+
+
+def as_schema_3(address, engine):
+    """Take a store back to schema 3: each article holds its own text, there is no history."""
+    with KBStore(address) as store:
+        db = store._db
+        if engine == "sqlite":
+            db.foreign_keys(False)
+        with db.write():
+            if engine == "sqlite":
+                db.execute("CREATE TABLE articles_old (pk INTEGER PRIMARY KEY, kb_pk INTEGER NOT "
+                           "NULL REFERENCES knowledge_bases(pk), article_id TEXT NOT NULL, "
+                           "title TEXT NOT NULL, published INTEGER NOT NULL, version_us INTEGER "
+                           "NOT NULL, updated_at TEXT NOT NULL, source TEXT, import_version "
+                           "TEXT, content TEXT NOT NULL, UNIQUE (kb_pk, article_id), "
+                           "UNIQUE (kb_pk, source))")
+                db.execute("INSERT INTO articles_old SELECT a.pk, a.kb_pk, a.article_id, "
+                           "a.title, a.published, a.version_us, a.updated_at, a.source, "
+                           "a.import_version, t.content FROM articles AS a JOIN texts AS t ON "
+                           "t.pk = a.text_pk")
+                db.execute("DROP TABLE versions")
+                db.execute("DROP TABLE articles")
+                db.execute("ALTER TABLE articles_old RENAME TO articles")
+                db.execute("DROP TABLE texts")
+                db.execute("PRAGMA user_version = 3")
+            else:
+                db.execute("ALTER TABLE articles ADD COLUMN content TEXT")
+                db.execute("UPDATE articles AS a SET content = t.content FROM texts AS t "
+                           "WHERE t.pk = a.text_pk")
+                db.execute("ALTER TABLE articles ALTER COLUMN content SET NOT NULL")
+                db.execute("DROP TABLE versions")
+                db.execute("ALTER TABLE articles DROP COLUMN text_pk")
+                db.execute("DROP TABLE texts")
+                db.execute("UPDATE kb_meta SET value = '3' WHERE key = 'schema_version'")
+        if engine == "sqlite":
+            db.foreign_keys(True)
+
+
+def as_schema_2(address, engine):
+    """Take a store back to schema 2, as the version before the index of titles left it."""
+    as_schema_3(address, engine)
+    db = open_engine(address, upgrading=True)  # a store of an older schema opens only so
+    try:
+        with db.write():
+            if engine == "sqlite":
+                for (kb_pk,) in db.execute("SELECT pk FROM knowledge_bases").fetchall():
+                    db.execute("DROP TABLE fts_title_%d" % kb_pk)
+                db.execute("PRAGMA user_version = 2")
+            else:
+                db.execute("DROP INDEX search_docs_title_tsv")
+                db.execute("ALTER TABLE search_docs DROP COLUMN title_tsv")
+                db.execute("UPDATE kb_meta SET value = '2' WHERE key = 'schema_version'")
+    finally:
+        db.close()
