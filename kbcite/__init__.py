@@ -14,7 +14,7 @@ __version__ = "0.3.0"
 
 from .errors import (  # noqa: E402  (after the version, which the build reads alone)
     IdempotencyKeyReused, InternalError, InvalidArgument, NotAStore, NotFound, StoreBusy,
-    StoreDamaged, StoreFailed, ToolError, VersionConflict,
+    StoreDamaged, StoreFailed, ToolError, VersionConflict, VersionNotFound, VersionPruned,
 )
 from .limits import (  # noqa: E402
     EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, SCHEMA_VERSION,
@@ -31,4 +31,5 @@ __all__ = [
     "WRITE_MODES", "SCHEMA_VERSION", "EVENT_PUBLISHED", "EVENT_UPDATED", "EVENT_UNPUBLISHED",
     "ToolError", "InvalidArgument", "NotFound", "VersionConflict", "IdempotencyKeyReused",
     "StoreBusy", "StoreFailed", "StoreDamaged", "NotAStore", "InternalError",
+    "VersionNotFound", "VersionPruned",
 ]

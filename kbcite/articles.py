@@ -221,7 +221,8 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
         expected_us = parse_version(expected_version, "expected_version")
         if expected_us != row["version_us"]:
             raise conflict_error(db, kb, row, expected_version)
-        old, content = history.find(db, kb, row, to_version, argument="to", agents=False)
+        old, content = history.find(db, kb, row, to_version, argument="to_version",
+                                    agents=False)
         return write(ctx, kb, row, content=content, title=old["title"],
                      published=bool(row["published"]), action="revert", actor=actor,
                      summary=summary, text_pk=old["text_pk"])

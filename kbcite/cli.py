@@ -14,6 +14,8 @@ that left edited articles alone). A closed output pipe ends the command quietly 
 """
 
 import argparse
+import difflib
+import getpass
 import json
 import os
 import sys
@@ -26,6 +28,7 @@ from .limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
 from .markdown import read_utf8_file
 from .store import KBStore
 from .tokens import WRITE_MODES
+from .versions import parse_version
 
 PROG = "kb"
 
@@ -44,6 +47,10 @@ CLI_NAMES = {
     "knowledge_base_id": "KB",
     "article_id": "ARTICLE",
     "resource_id": "KB",
+    "to_version": "--to",
+    "keep_days": "--keep-days",
+    "actor": "--actor",
+    "summary": "--summary",
 }
 
 # Long imports report progress on stderr at most this often.
@@ -71,8 +78,8 @@ def person_message(error):
     if error.code == "version_conflict":
         kb, article = details["knowledge_base_id"], details["article_id"]
         return ("article %s in knowledge base %s has changed since version %s: it is now at %s. "
-                "Read it again (kb read %s %s), re-apply your change, and run edit with "
-                "--expected-version %s." % (article, kb, details["expected_version"],
+                "Read it again (kb read %s %s; kb diff shows what changed), re-apply your "
+                "change, and run the command again with --expected-version %s." % (article, kb, details["expected_version"],
                                             details["current_version"], kb, article,
                                             details["current_version"]))
     if error.code == "not_found" and "article_id" in details:
@@ -100,6 +107,14 @@ def _replace_word(text, word, replacement):
             end == len(text) or not (text[end].isalnum() or text[end] == "_"))
         out += [text[at:found], replacement if whole else word]
         at = end
+
+
+def login_name():
+    """The person's login name ($USER and its kin, else the account's), or None."""
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError, ImportError):  # no such variable, and no passwd entry
+        return None
 
 
 def read_content(args, required):
@@ -181,24 +196,25 @@ def cmd_knowledge_bases(store, args, out):
 def cmd_add(store, args, out):
     """Add an article; prints its ID."""
     article_id = store.create_article(args.kb, args.title, read_content(args, True),
-                                      published=not args.draft)
+                                      published=not args.draft, actor=args.actor)
     print(article_id, file=out)
 
 
 def cmd_save(store, args, out):
     """A person's save (last writer wins); prints the new version."""
     print(store.save_article(args.kb, args.article, content=read_content(args, False),
-                             title=args.title), file=out)
+                             title=args.title, actor=args.actor, summary=args.summary),
+          file=out)
 
 
 def cmd_publish(store, args, out):
     """Publish an article; prints its version."""
-    print(store.publish(args.kb, args.article), file=out)
+    print(store.publish(args.kb, args.article, actor=args.actor), file=out)
 
 
 def cmd_unpublish(store, args, out):
     """Unpublish an article; prints its version."""
-    print(store.unpublish(args.kb, args.article), file=out)
+    print(store.unpublish(args.kb, args.article, actor=args.actor), file=out)
 
 
 def cmd_list(store, args, out):
@@ -213,7 +229,7 @@ def cmd_list(store, args, out):
 
 def tool(store, args, name, arguments):
     """Run one of the agent's tools for the knowledge base the command names."""
-    return store.call_tool(name, arguments, granted={args.kb})
+    return store.call_tool(name, arguments, granted={args.kb}, actor=args.actor)
 
 
 def cmd_search(store, args, out):
@@ -266,6 +282,8 @@ def cmd_edit(store, args, out):
                  "idempotency_key": args.idempotency_key or "kb-cli-%s" % uuid.uuid4()}
     if args.title is not None:
         arguments["title"] = args.title
+    if args.summary is not None:
+        arguments["summary"] = args.summary
     try:
         result = tool(store, args, "edit_knowledge_article", arguments)
     except VersionConflict as exc:
@@ -281,20 +299,20 @@ def cmd_edit(store, args, out):
 
 
 def cmd_events(store, args, out):
-    """Print the event log from --after on, every page of it, as the pages arrive."""
+    """Print the event log from --after on, every page of it, as the pages arrive, with who
+    made each change."""
     after, events, page = args.after, [], None
-    line = "%8s  %-19s  %-10s  %s"
+    line = "%8s  %-19s  %-10s  %-27s  %s"
     while page is None or page["has_more"]:
-        page = tool(store, args, "poll_resource_events", {
-            "resource_type": "knowledge_base", "resource_id": args.kb, "after_sequence": after})
+        page = store.events(args.kb, after)
         if args.json:
             events += page["events"]
         else:
             if after == args.after and page["events"]:
-                print(line % ("SEQ", "TYPE", "ARTICLE", "VERSION"), file=out)
+                print(line % ("SEQ", "TYPE", "ARTICLE", "VERSION", "ACTOR"), file=out)
             for event in page["events"]:
                 print(line % (event["sequence"], event["type"], event["article_id"],
-                              event["updated_at"]), file=out)
+                              event["updated_at"], event["actor"] or "-"), file=out)
         after = page["next_after_sequence"]
     if args.json:
         print_json(dict(page, events=events, next_after_sequence=page["head_sequence"]), out)
@@ -382,11 +400,94 @@ def cmd_token(store, args, out):
         print("revoked token %s at %s" % (args.name, store.revoke_token(args.name)), file=out)
 
 
+def cmd_history(store, args, out):
+    """An article's versions (or, as ``history prune KB``, prune a knowledge base's)."""
+    if args.prune is not None:
+        return history_prune(store, args, out)
+    rows = store.history(args.kb, args.article)
+    if args.json:
+        return print_json(rows, out)
+    print(table(["VERSION", "ACTION", "ACTOR", "EVENT", "BYTES", "CHANGE", "SUMMARY"], [
+        [r["updated_at"] + (" *" if r["current"] else ""),
+         r["action"] + ("" if r["published"] else " (draft)"), r["actor"] or "-",
+         r["event"] or "-", "%d%s" % (r["bytes"], " pruned" if r["pruned"] else ""),
+         "%+d" % r["bytes_change"], r["summary"] or ""] for r in rows]), file=out)
+
+
+def history_prune(store, args, out):
+    """``kb history prune KB --keep-days N``: drop the texts of older versions (with --yes)."""
+    kb_id = args.prune
+    plan = store.prune_history(kb_id, args.keep_days, dry_run=not args.yes)
+    if args.json:
+        return print_json(plan, out)
+    if not args.yes:
+        print("would prune %d version(s) of %s older than %s (the current versions are kept); "
+              "run again with --yes to prune them" % (plan["pruned"], kb_id, plan["before"]),
+              file=out)
+        return
+    print("pruned %d version(s) of %s older than %s" % (plan["pruned"], kb_id, plan["before"]),
+          file=out)
+
+
+def cmd_diff(store, args, out):
+    """A unified diff between two versions of an article (default: the one before --to, and
+    the current one)."""
+    for value, name in ((args.from_, "--from"), (args.to, "--to")):
+        if value is not None:
+            parse_version(value, name)
+    rows = store.history(args.kb, args.article)
+    versions = [r["updated_at"] for r in rows]
+    to = args.to or versions[-1]
+    if args.from_ is not None:
+        start = args.from_
+    else:
+        before = [v for v in versions if v < to] if to in versions else versions[:-1]
+        start = before[-1] if before else to
+    texts = store.version_texts(args.kb, args.article, [start, to])
+    (old_title, old), (new_title, new) = texts[start], texts[to]
+    lines = list(difflib.unified_diff(
+        ["title: %s\n" % old_title, "\n"] + old.splitlines(True),
+        ["title: %s\n" % new_title, "\n"] + new.splitlines(True),
+        "%s@%s" % (args.article, start), "%s@%s" % (args.article, to)))
+    if args.json:
+        return print_json({"knowledge_base_id": args.kb, "article_id": args.article,
+                           "from": start, "to": to, "diff": "".join(lines)}, out)
+    colour = out.isatty() and not os.environ.get("NO_COLOR")
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of text\n"
+        if colour and line[:1] in "+-@" and not line.startswith(("+++", "---")):
+            code = {"+": "32", "-": "31", "@": "36"}[line[0]]
+            line = "\x1b[%sm%s\x1b[0m%s" % (code, line.rstrip("\n"), "\n")
+        out.write(line)
+
+
+def cmd_revert(store, args, out):
+    """A new version with --to's title and content, if the article is still at
+    --expected-version (exit 3 if not)."""
+    try:
+        result = store.revert(args.kb, args.article, args.to,
+                              expected_version=args.expected_version, actor=args.actor,
+                              summary=args.summary)
+    except VersionConflict as exc:
+        if args.json:
+            print_json({"error": exc.to_dict()}, out)
+        raise Conflict(person_message(exc)) from None
+    if args.json:
+        return print_json(dict(result, knowledge_base_id=args.kb, article_id=args.article,
+                               reverted_to=args.to), out)
+    event = result["event"]
+    print("reverted %s to %s: version %s%s" % (
+        args.article, args.to, result["updated_at"],
+        ", event %d" % event["sequence"] if event else " (a draft: no event)"), file=out)
+
+
 COMMANDS = {
     "init": cmd_init, "knowledge-bases": cmd_knowledge_bases, "add": cmd_add, "save": cmd_save,
     "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
     "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
-    "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token,
+    "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "history": cmd_history,
+    "diff": cmd_diff, "revert": cmd_revert,
     "upgrade": None,  # upgrade opens the store its own way (main)
 }
 
@@ -402,6 +503,9 @@ def build_parser():
                         help="the store file (default: $KB_DB)")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print JSON (what the tools return) instead of a table")
+    common.add_argument("--actor", metavar="NAME", default=argparse.SUPPRESS,
+                        help="who the history says made this command's changes (default: "
+                             "$USER)")
     parser = argparse.ArgumentParser(
         prog=PROG, parents=[common],
         description="Administer a knowledge-base store whose citations are version stamps.",
@@ -422,6 +526,10 @@ def build_parser():
 
     def article_arg(p):
         p.add_argument("article", metavar="ARTICLE", help="an article ID, e.g. art-000001")
+
+    def summary_arg(p):
+        p.add_argument("--summary", metavar="TEXT",
+                       help="why, in a line, for the article's history")
 
     def content_args(p, what):
         text = p.add_mutually_exclusive_group()
@@ -446,6 +554,7 @@ def build_parser():
     article_arg(p)
     p.add_argument("--title", help="a new title")
     content_args(p, "the new content (default: keep it)")
+    summary_arg(p)
 
     for name, text in (("publish", "make an article visible to agents"),
                        ("unpublish", "hide an article from agents (its text is kept)")):
@@ -478,6 +587,34 @@ def build_parser():
     p.add_argument("--idempotency-key", metavar="K",
                    help="resending with the same key returns the first result and writes "
                         "nothing (default: a new random key)")
+    summary_arg(p)
+
+    p = command("history", "an article's versions: time, how, who, the event, size, summary "
+                           "(or: history prune KB --keep-days N)")
+    p.add_argument("kb", metavar="KB", help="the knowledge base's ID (or the word prune)")
+    p.add_argument("article", metavar="ARTICLE",
+                   help="an article ID (or, after prune, the knowledge base's ID)")
+    p.add_argument("--keep-days", type=int, metavar="N",
+                   help="history prune: keep the versions of the last N days (and every "
+                        "article's current one); drop the texts of older ones")
+    p.add_argument("--yes", action="store_true",
+                   help="history prune: do it (without --yes it says what it would prune)")
+
+    p = command("diff", "a unified diff between two versions of an article")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--from", dest="from_", metavar="V",
+                   help="the older version (default: the one before --to)")
+    p.add_argument("--to", metavar="V", help="the newer version (default: the current one)")
+
+    p = command("revert", "a new version holding an older version's title and content, only "
+                          "if the article is still at --expected-version (exit 3 if not)")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--to", required=True, metavar="V", help="the version to bring back")
+    p.add_argument("--expected-version", required=True, metavar="CUR",
+                   help="the current version, as kb history shows it")
+    summary_arg(p)
 
     p = command("events", "print a knowledge base's event log")
     kb_arg(p)
@@ -531,6 +668,15 @@ def parse(argv):
     if not args.db:
         parser.error("no store given: pass --db PATH or set KB_DB")
     args.command = {"kbs": "knowledge-bases"}.get(args.command, args.command)
+    if getattr(args, "actor", None) is None:
+        args.actor = login_name()
+    if args.command == "history":
+        # ``history prune KB --keep-days N`` prunes; ``history KB ART`` lists.
+        args.prune = None
+        if args.kb == "prune" and args.keep_days is not None:
+            args.prune, args.kb, args.article = args.article, args.article, None
+        elif args.keep_days is not None or args.yes:
+            parser.error("--keep-days and --yes belong to: kb history prune KB --keep-days N")
     return args
 
 

@@ -14,8 +14,9 @@ is called only after ``access`` has let the article through). The people's side 
 from datetime import timedelta
 
 from . import access
+from . import events as events_module
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
-from .limits import ACTOR_MAX, KEEP_DAYS_MAX, SUMMARY_MAX
+from .limits import ACTOR_MAX, EVENTS_LIMIT_MAX, KEEP_DAYS_MAX, SUMMARY_MAX
 from .validation import check_people_string, int_text, json_type
 from .versions import format_version, parse_version
 
@@ -104,7 +105,7 @@ def texts_of(db, kb_id, article_id, versions):
         article = access.article(db, kb, article_id, published_only=False)
         out = {}
         for version in versions:
-            row, content = find(db, kb, article, version, argument="--from/--to", agents=False)
+            row, content = find(db, kb, article, version, agents=False)
             out[version] = (row["title"], content)
     return out
 
@@ -135,17 +136,21 @@ def prune(ctx, kb_id, keep_days, *, dry_run=False):
             "before": format_version(before_us), "dry_run": dry_run}
 
 
-def events(db, kb_id, after=0, limit=1000):
-    """Up to ``limit`` events after ``after``, each with the actor of the version it announced
-    (the people's side: agents' polls carry no actor)."""
+def events(ctx, kb_id, after=0, limit=EVENTS_LIMIT_MAX):
+    """The next page of the event log after ``after`` (as ``poll_resource_events`` gives it,
+    gaps refused alike), each event with the actor of the version it announced: the people's
+    side (agents' polls carry no actor)."""
+    page = events_module.poll(ctx, {"resource_type": "knowledge_base", "resource_id": kb_id,
+                                    "after_sequence": after, "limit": limit}, None)
+    db = ctx.db
     with db.read():
         kb = access.knowledge_base(db, kb_id)
-        page = db.events_after(kb["pk"], after, limit)
-        ids = sorted({event["article_id"] for event in page})
+        ids = sorted({event["article_id"] for event in page["events"]})
         pks = {a: row["pk"] for a, row in db.articles_visibility(kb["pk"], ids).items()} \
             if ids else {}
-        rows = db.versions_at([(pks[e["article_id"]], parse_version(e["updated_at"]))
-                               for e in page if e["article_id"] in pks])
-    return [dict(event, actor=(rows.get((pks.get(event["article_id"]),
-                                         parse_version(event["updated_at"]))) or {}).get("actor"))
-            for event in page]
+        keys = {e["sequence"]: (pks.get(e["article_id"]), parse_version(e["updated_at"]))
+                for e in page["events"]}
+        rows = db.versions_at([key for key in keys.values() if key[0] is not None])
+    page["events"] = [dict(e, actor=(rows.get(keys[e["sequence"]]) or {}).get("actor"))
+                      for e in page["events"]]
+    return page

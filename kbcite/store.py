@@ -205,9 +205,10 @@ class KBStore:
         """``{version: (title, content)}`` of an article at the given versions, drafts too."""
         return history.texts_of(self._db, kb_id, article_id, versions)
 
-    def events(self, kb_id, after=0, limit=1000):
-        """Up to ``limit`` events after ``after``, each with the actor of its version."""
-        return history.events(self._db, kb_id, after, limit)
+    def events(self, kb_id, after=0, limit=100):
+        """The next page of the event log after ``after``, each event with the actor of its
+        version (``kbcite.history.events``)."""
+        return history.events(self._ctx, kb_id, after, limit)
 
     def audit(self):
         """Problems found in the stored data (an empty list when all is consistent)."""

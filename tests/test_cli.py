@@ -155,8 +155,8 @@ def test_add_save_publish_unpublish_and_events(db, tmp_path):
         ("article.unpublished", hidden), ("article.published", shown)]
     assert all_events(db, "--after", "5") == log[5:]
     table = out(db, "events", KB).splitlines()
-    assert table[0].split() == ["SEQ", "TYPE", "ARTICLE", "VERSION"]
-    assert table[1].split() == ["1", "article.published", first, log[0]["updated_at"]]
+    assert table[0].split() == ["SEQ", "TYPE", "ARTICLE", "VERSION", "ACTOR"]
+    assert table[1].split()[:4] == ["1", "article.published", first, log[0]["updated_at"]]
     assert out(db, "events", KB, "--after", str(len(log))) == ""
 
 
@@ -174,7 +174,12 @@ def test_search_read_and_json_are_the_tools_own_results(db):
             "resource_type": "knowledge_base", "resource_id": KB}, granted=granted)
     assert as_json(db, "search", KB, "refund days", "--limit", "5") == tool_search
     assert as_json(db, "read", KB, article) == tool_read
-    assert as_json(db, "events", KB) == tool_events
+    # The events are the tool's, each with who made its change (people see that; agents do not).
+    shown_events = as_json(db, "events", KB)
+    assert [{k: v for k, v in e.items() if k != "actor"} for e in shown_events["events"]] == \
+        tool_events["events"]
+    assert dict(shown_events, events=None) == dict(tool_events, events=None)
+    assert all("actor" in e for e in shown_events["events"])
     table = out(db, "search", KB, "refund days").splitlines()
     assert table[0].split() == ["ARTICLE", "VERSION", "TITLE"]
     assert table[1].startswith(article) and "Refund policy" in table[1]
@@ -292,7 +297,8 @@ def test_a_closed_pipe_ends_quietly(db):
     for command in (module_argv("kbcite"), [sys.executable, str(ROOT / "kb_store.py")]):
         proc = subprocess.Popen(command + ["--db", str(db), "events", KB],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env())
-        assert proc.stdout.readline().split() == [b"SEQ", b"TYPE", b"ARTICLE", b"VERSION"]
+        assert proc.stdout.readline().split() == [b"SEQ", b"TYPE", b"ARTICLE", b"VERSION",
+                                                  b"ACTOR"]
         proc.stdout.close()
         stderr = proc.stderr.read().decode()
         assert proc.wait(timeout=60) == cli.EXIT_BROKEN_PIPE
@@ -572,3 +578,79 @@ def test_an_old_store_is_upgraded_and_its_imports_are_kept_safe(tmp_path, docs):
     assert code == 3 and "conflict  shipping.md" in stdout
     assert out(path, "import", KB, docs, "--force").endswith("update 1, unchanged 2\n")
     assert out(path, "audit") == "audit: ok\n"
+
+
+# -- the history: history, diff, revert, prune, and who did it ---------------------------------
+
+
+def test_history_diff_and_revert_for_a_person(db):
+    stdin = "Refunds take five days.\n\nAsk the desk.\n"
+    aid = out(db, "add", KB, "--title", "Refunds", "--actor", "alice", stdin=stdin).strip()
+    first, first_content = (as_json(db, "read", KB, aid)[k] for k in ("updated_at", "content"))
+    edited = as_json(db, "edit", KB, aid, "--expected-version", first, "--actor", "bob",
+                     "--summary", "December", "--content",
+                     "Refunds take ten days in December.\n\nAsk the desk.\n")
+    rows = as_json(db, "history", KB, aid)
+    assert [(r["action"], r["actor"], r["summary"]) for r in rows] == [
+        ("create", "alice", None), ("edit", "bob", "December")]
+    listing = out(db, "history", KB, aid)
+    assert listing.splitlines()[0].split() == ["VERSION", "ACTION", "ACTOR", "EVENT", "BYTES",
+                                               "CHANGE", "SUMMARY"]
+    assert "bob" in listing and "December" in listing and edited["updated_at"] + " *" in listing
+    diff = out(db, "diff", KB, aid)
+    assert "-Refunds take five days." in diff and "+Refunds take ten days in December." in diff
+    assert "\x1b[" not in diff  # no colour when the output is not a terminal
+    assert as_json(db, "diff", KB, aid, "--from", first, "--to", first)["diff"] == ""
+    events = out(db, "events", KB)
+    assert events.splitlines()[0].split()[-1] == "ACTOR"
+    assert events.splitlines()[2].split()[-1] == "bob"
+    # A revert names the version it starts from: a stale one is a conflict (exit 3).
+    code, _, stderr = run(db, "revert", KB, aid, "--to", first, "--expected-version", first,
+                          ok=False)
+    assert code == 3 and "--expected-version %s" % edited["updated_at"] in stderr
+    done = as_json(db, "revert", KB, aid, "--to", first, "--expected-version",
+                   edited["updated_at"], "--summary", "undo the December rule")
+    assert as_json(db, "read", KB, aid)["content"] == first_content
+    assert done["event"]["type"] == "article.updated"
+    assert as_json(db, "history", KB, aid)[-1]["action"] == "revert"
+    assert out(db, "audit") == "audit: ok\n"
+
+
+def test_history_prune_says_what_it_would_do_until_yes(db):
+    aid = out(db, "add", KB, "--title", "T", "--content", "one").strip()
+    version = as_json(db, "read", KB, aid)["updated_at"]
+    as_json(db, "edit", KB, aid, "--expected-version", version, "--content", "two")
+    before = dump(db)
+    plan = out(db, "history", "prune", KB, "--keep-days", "0")
+    assert plan.startswith("would prune 1 version(s) of %s" % KB) and "--yes" in plan
+    assert dump(db) == before
+    assert out(db, "history", "prune", KB, "--keep-days", "0", "--yes").startswith(
+        "pruned 1 version(s)")
+    assert [r["pruned"] for r in as_json(db, "history", KB, aid)] == [True, False]
+    code, _, stderr = run(db, "diff", KB, aid, "--from", version, ok=False)
+    assert code == 1 and "pruned" in stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["history", KB, "art-999999"], "art-999999"),
+    (["history", "nokb", "art-000001"], "nokb"),
+    (["history", "prune", KB, "--keep-days", "-1"], "--keep-days"),
+    (["history", "prune", KB, "--keep-days", "99999"], "--keep-days"),
+    (["history", KB, "art-000001", "--yes"], "--keep-days"),
+    (["diff", KB, "art-000001", "--from", "yesterday"], "--from"),
+    (["diff", KB, "art-000001", "--to", "2026-11-08T09:00:00.000009Z"], "version"),
+    (["revert", KB, "art-000001", "--to", "soon", "--expected-version", "x"], "--expected-version"),
+    (["revert", KB, "art-000001", "--to", "2026-11-08T09:00:00Z"], "--expected-version"),
+    (["save", KB, "art-000001", "--content", "x", "--actor", ""], "--actor"),
+    (["save", KB, "art-000001", "--content", "x", "--summary", "s" * 201], "--summary"),
+])
+def test_bad_history_commands_are_one_clear_line_and_write_nothing(db, args, needle):
+    out(db, "add", KB, "--title", "T", "--content", "one")
+    before = dump(db)
+    code, stdout, stderr = run(db, *args, ok=False)
+    assert code in (1, 2), (code, stderr)
+    assert needle in stderr and "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    # One line, or a usage error's usage and then its one line.
+    assert len(lines) == 1 if code == 1 else lines[-1].startswith("kb")
+    assert dump(db) == before

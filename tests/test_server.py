@@ -45,7 +45,7 @@ def test_handshake_echoes_each_supported_version(start, db, version):
     assert result["capabilities"] == {"tools": {"listChanged": False}}
     assert result["serverInfo"]["name"] == "kb-server" and result["serverInfo"]["version"]
     instructions = result["instructions"]
-    for needle in ("citation", "expected_version", "poll_resource_events", "Re-read"):
+    for needle in ("citation", "expected_version", "poll_resource_events", "check_citations", "re-apply"):
         assert needle in instructions
     assert client.call("ping")["result"] == {}
 

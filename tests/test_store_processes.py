@@ -20,7 +20,7 @@ def shared(engine, tmp_path, request):
     return request.getfixturevalue("pg_url")
 
 
-@pytest.mark.parametrize("workers,rounds", [(6, 4)])
+@pytest.mark.parametrize("workers,rounds", [(8, 4)])
 def test_racing_edits_one_winner_per_version(shared, workers, rounds):
     db = shared
     with KBStore(db, create=True) as store:
@@ -60,9 +60,12 @@ def test_racing_edits_one_winner_per_version(shared, workers, rounds):
         [initial] + [a["updated_at"] for a in accepted[:-1]])
     won = {a["previous_version"]: a for a in accepted}
     for a in rejected:
-        # each loser had read a version that a winner had already replaced
+        # each loser had read a version that a winner had already replaced, and its conflict
+        # carried the change since: enough to rebuild the current text without reading it
         assert a["expected"] in won and a["current"] != a["expected"]
         assert a["current"] > a["expected"]
+        assert a["rebuilt"] in (True, None)
+    assert any(a["rebuilt"] is True for a in rejected)
 
     events, articles = check_consistent(db)
     assert [(e["type"], e["updated_at"]) for e in events] == (
@@ -71,6 +74,14 @@ def test_racing_edits_one_winner_per_version(shared, workers, rounds):
     assert [e["sequence"] for e in events[1:]] == [a["sequence"] for a in accepted]
     content = articles[article_id]["content"]
     assert content.split("\n") == ["start"] + [a["line"] for a in accepted]
+    # The history is the accepted edits in order, each with its event and its writer.
+    with KBStore(db) as store:
+        versions = store.history(KB, article_id)
+    assert [(v["action"], v["updated_at"], v["sequence"]) for v in versions] == (
+        [("create", initial, 1)] + [("edit", a["updated_at"], a["sequence"]) for a in accepted])
+    assert [v["actor"] for v in versions[1:]] == [a["line"].split()[0] for a in accepted]
+    assert [(v["event"], v["updated_at"]) for v in versions] == [
+        (e["type"], e["updated_at"]) for e in events]
     for a in rejected:
         assert a["line"] not in content.split("\n")
 

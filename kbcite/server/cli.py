@@ -15,13 +15,14 @@ import secrets
 import sys
 
 from ..errors import ToolError
+from ..limits import ACTOR_MAX
 from ..store import KBStore
 from ..tokens import WRITE_MODES
 from .approval import APPROVAL_TTL_S, ApprovalSigner
 from .http import (IDLE_TIMEOUT_S, MAX_BODY, MAX_CONNECTIONS, MCP_PATH, REQUEST_TIMEOUT_S,
                    HttpTransport)
 from .pool import StorePool
-from .protocol import Principal, Protocol
+from .protocol import SERVER_NAME, Principal, Protocol
 from .stdio import WORKERS, StdioTransport
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,9 @@ def build_parser():
                         help="stdio: ask: a person approves every edit through the client "
                              "(default); allow: edit without asking; deny: read only (over "
                              "HTTP, each token carries its own)")
+    parser.add_argument("--actor", default=SERVER_NAME, metavar="NAME",
+                        help="stdio: who the history says made this agent's edits (default "
+                             "%%(default)s; over HTTP, each token's name)")
     parser.add_argument("--http", metavar="HOST:PORT",
                         help="serve Streamable HTTP on http://HOST:PORT/mcp instead of stdio; "
                              "bind to 127.0.0.1 unless other machines must reach it")
@@ -82,6 +86,9 @@ def build_parser():
 
 def check_args(parser, args):
     """Refuse a command line that cannot work, naming the argument."""
+    if not args.actor.strip() or len(args.actor) > ACTOR_MAX:
+        parser.error("argument --actor: a name of 1 to %d characters, got %r"
+                     % (ACTOR_MAX, args.actor[:ACTOR_MAX + 1]))
     for name in ("max_body", "max_connections", "workers", "approval_ttl"):
         if getattr(args, name) < 1:
             parser.error("argument --%s: must be at least 1" % name.replace("_", "-"))
@@ -203,7 +210,7 @@ def main(argv=None):
         grants = list(dict.fromkeys(args.grant))
         out = claim_stdout()
         log.info("serving %s for %s, writes %s", args.db, ", ".join(grants), args.writes)
-        stdio = StdioTransport(protocol, Principal("stdio", frozenset(grants), args.writes),
+        stdio = StdioTransport(protocol, Principal(args.actor, frozenset(grants), args.writes),
                                out, args.workers)
         try:
             return stdio.serve(sys.stdin.buffer)

@@ -44,11 +44,14 @@ LIST_TTL_MS = 60000
 INSTRUCTIONS = (
     "Knowledge-base tools whose citations are version stamps. Keep the citation object "
     "{knowledge_base_id, article_id, updated_at} from every search hit and read, and cite it. "
-    "Re-read an article right before editing it and send its updated_at as expected_version "
-    "with a new idempotency_key; on version_conflict, re-read, re-apply your change and retry. "
-    "To check whether old citations are still current, poll poll_resource_events "
-    "(resource_type knowledge_base) from the head_sequence or next_after_sequence you last "
-    "saw, instead of re-reading everything you cited. Every edit may need a person's approval."
+    "Send a citation's updated_at as expected_version, with a new idempotency_key, to edit "
+    "what you read; a version_conflict's details carry the current citation and what changed "
+    "since (details.changes): re-apply your change to the current content and retry. "
+    "To learn which old citations changed, poll poll_resource_events (resource_type "
+    "knowledge_base) from the head_sequence or next_after_sequence you last saw, then pass "
+    "those citations to check_citations, which says for each whether it is current, changed "
+    "(and what changed) or gone; read_knowledge_article with a version reads what a citation "
+    "cited. Every edit may need a person's approval."
 )
 
 log = logging.getLogger(__name__)
@@ -259,7 +262,10 @@ class Protocol:
             try:
                 if call.cancelled.is_set():
                     raise Cancelled()
-                return store.call_tool(name, arguments, granted=ctx.principal.grants)
+                # The caller's name (a token's, or the stdio server's --actor) is who the
+                # history says made what it writes.
+                return store.call_tool(name, arguments, granted=ctx.principal.grants,
+                                       actor=ctx.principal.name)
             finally:
                 call.interrupt = None
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # the checkout
 
-from kbcite import KBStore, ToolError  # noqa: E402
+from kbcite import KBStore, ToolError, changes  # noqa: E402
 
 
 def emit(value):
@@ -39,7 +39,7 @@ def race(db, kb, article_id, name):
                              "idempotency_key": line}
                 try:
                     result = store.call_tool("edit_knowledge_article", arguments,
-                                             granted=granted)
+                                             granted=granted, actor=name)
                 except ToolError as exc:
                     attempts.append({"line": line, "expected": version, "code": exc.code,
                                      "current": exc.details.get("current_version")})
@@ -47,6 +47,16 @@ def race(db, kb, article_id, name):
                         break
                     current = store.call_tool("read_knowledge_article", {
                         "knowledge_base_id": kb, "article_id": article_id}, granted=granted)
+                    # The conflict carried the change since the version this worker had: it
+                    # rebuilds the current text from it, checked against the read (unless yet
+                    # another writer came in between: None).
+                    change = exc.details.get("changes")
+                    if exc.details["current"]["updated_at"] != current["updated_at"]:
+                        attempts[-1]["rebuilt"] = None
+                    else:
+                        attempts[-1]["rebuilt"] = change is not None and not \
+                            change["truncated"] and changes.apply(content, change) == \
+                            current["content"]
                     version, content = current["updated_at"], current["content"]
                     continue
                 attempts.append({"line": line, "expected": version, "code": "ok",
