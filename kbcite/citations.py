@@ -1,8 +1,7 @@
 """The check_citations tool: for each of up to 100 citations, is it current, changed or gone?
 
-One read transaction whatever the number of citations: the cited articles' visibility in one
-statement, the current rows of the published ones in another, the cited versions and their
-texts in one each. For a changed citation the answer carries the change from the cited version
+One read transaction whatever the number of citations: the current rows of the cited articles
+that are published in one statement, the cited versions and their texts in one each. For a changed citation the answer carries the change from the cited version
 to now (``kbcite.changes``), so an agent learns what changed without reading the article
 again, and whether the passage it relied on still stands.
 
@@ -30,9 +29,8 @@ def check(ctx, args, granted, actor=None):
         kb = access.knowledge_base(db, args["knowledge_base_id"], granted)
         own = sorted({item["article_id"] for item in cited
                       if item["knowledge_base_id"] == kb["kb_id"]})
-        seen = db.articles_visibility(kb["pk"], own) if own else {}
-        visible = [a for a, row in seen.items() if row["published"]]
-        rows = db.articles_by_ids(kb["pk"], visible) if visible else {}
+        # Published articles only: a draft's or an unpublished article's text is never read.
+        rows = db.articles_published(kb["pk"], own) if own else {}
         wanted = [(rows[item["article_id"]]["pk"], us) for item, us in zip(cited, versions)
                   if item["knowledge_base_id"] == kb["kb_id"] and item["article_id"] in rows
                   and us is not None and us != rows[item["article_id"]]["version_us"]]

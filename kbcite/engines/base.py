@@ -236,20 +236,26 @@ class Engine:
         return self.row("SELECT %s FROM %s WHERE a.kb_pk = ? AND a.article_id = ?"
                         % (ARTICLE_COLUMNS, ARTICLE_FROM), (kb_pk, article_id))
 
-    def articles_by_ids(self, kb_pk, article_ids):
-        """``{article_id: whole row}`` of those of ``article_ids`` that exist."""
-        marks = ",".join("?" * len(article_ids))
+    def in_list(self, column, values):
+        """``(SQL, params)`` testing ``column`` against a list of values: ``IN (?, ...)``
+        here; an engine with arrays binds one array instead."""
+        return "%s IN (%s)" % (column, ",".join("?" * len(values))), list(values)
+
+    def articles_published(self, kb_pk, article_ids):
+        """``{article_id: whole row}`` of those of ``article_ids`` that are published: the
+        others' texts are never read."""
+        where, params = self.in_list("a.article_id", article_ids)
         return {row["article_id"]: row for row in self.rows(
-            "SELECT %s FROM %s WHERE a.kb_pk = ? AND a.article_id IN (%s)"
-            % (ARTICLE_COLUMNS, ARTICLE_FROM, marks), [kb_pk] + list(article_ids))}
+            "SELECT %s FROM %s WHERE a.kb_pk = ? AND a.published = 1 AND %s"
+            % (ARTICLE_COLUMNS, ARTICLE_FROM, where), [kb_pk] + params)}
 
     def articles_visibility(self, kb_pk, article_ids):
         """``{article_id: {pk, published}}`` of those of ``article_ids`` that exist, read
         without their text."""
-        marks = ",".join("?" * len(article_ids))
+        where, params = self.in_list("article_id", article_ids)
         return {row["article_id"]: row for row in self.rows(
-            "SELECT pk, article_id, published FROM articles WHERE kb_pk = ? AND article_id IN "
-            "(%s)" % marks, [kb_pk] + list(article_ids))}
+            "SELECT pk, article_id, published FROM articles WHERE kb_pk = ? AND %s" % where,
+            [kb_pk] + params)}
 
     def articles_insert(self, kb_pk, rows):
         """New articles from ``(article_id, title, text_pk, published, version_us, updated_at,
@@ -311,9 +317,9 @@ class Engine:
         pks = sorted(set(pks))
         if not pks:
             return {}
-        marks = ",".join("?" * len(pks))
+        where, params = self.in_list("pk", pks)
         return {row["pk"]: row["content"] for row in self.rows(
-            "SELECT pk, content FROM texts WHERE pk IN (%s)" % marks, pks)}
+            "SELECT pk, content FROM texts WHERE %s" % where, params)}
 
     def versions_insert(self, kb_pk, rows):
         """Append version rows (dicts keyed by ``VERSION_COLUMNS``) to the history."""

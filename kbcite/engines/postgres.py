@@ -42,8 +42,8 @@ from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
 from .base import (
-    KB_COLUMNS, SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
-    failed_error,
+    KB_COLUMNS, SEARCH_DOC_COLUMNS, TOKENS_SQL, VERSION_COLUMNS, Engine, busy_error,
+    check_version, damaged_error, failed_error,
 )
 
 try:
@@ -295,6 +295,20 @@ class PostgresEngine(Engine):
         return self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ? FOR UPDATE"
                         % KB_COLUMNS, (kb_id,))
 
+    def in_list(self, column, values):
+        """``column = ANY(?)`` with the values as one array: one plan whatever their number."""
+        return "%s = ANY(?)" % column, [list(values)]
+
+    def versions_at(self, pairs):
+        """``{(article_pk, version_us): row}``: the pairs as two arrays, one statement."""
+        pairs = sorted(set(pairs))
+        if not pairs:
+            return {}
+        return {(row["article_pk"], row["version_us"]): row for row in self.rows(
+            "SELECT %s FROM versions WHERE (article_pk, version_us) IN (SELECT * FROM "
+            "unnest(?::bigint[], ?::bigint[]))" % ", ".join(VERSION_COLUMNS),
+            ([p for p, _ in pairs], [v for _, v in pairs]))}
+
     def new_text_pks(self, count):
         """``count`` pks taken from the texts sequence at once (increasing)."""
         return [row["pk"] for row in self._conn.execute(
@@ -487,8 +501,9 @@ class PostgresEngine(Engine):
             (kb_pk,))]
 
     def optimize(self, kb_pk):
-        """Refresh the planner's statistics after a bulk load (VACUUM cannot run inside)."""
-        self.execute("ANALYZE search_docs")
+        """Refresh the planner's statistics after a bulk load, of the tables searches and
+        citation checks read (VACUUM cannot run inside a transaction)."""
+        self.execute("ANALYZE search_docs, articles, texts, versions")
 
     def dump(self):
         """Every row of every table of ours, in key order (tests compare dumps)."""
