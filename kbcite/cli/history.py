@@ -1,0 +1,80 @@
+def cmd_history(store, args, out):
+    """An article's versions (or, as ``history prune KB``, prune a knowledge base's)."""
+    if args.prune is not None:
+        return history_prune(store, args, out)
+    rows = store.history(args.kb, args.article)
+    if args.json:
+        return print_json(rows, out)
+    print(table(["VERSION", "ACTION", "ACTOR", "EVENT", "BYTES", "CHANGE", "SUMMARY"], [
+        [r["updated_at"] + (" *" if r["current"] else ""),
+         r["action"] + ("" if r["published"] else " (draft)"), r["actor"] or "-",
+         r["event"] or "-", "%d%s" % (r["bytes"], " pruned" if r["pruned"] else ""),
+         "%+d" % r["bytes_change"], r["summary"] or ""] for r in rows]), file=out)
+
+
+def history_prune(store, args, out):
+    """``kb history prune KB --keep-days N``: drop the texts of older versions (with --yes)."""
+    kb_id = args.prune
+    plan = store.prune_history(kb_id, args.keep_days, dry_run=not args.yes)
+    if args.json:
+        return print_json(plan, out)
+    if not args.yes:
+        print("would prune %d version(s) of %s older than %s (the current versions are kept); "
+              "run again with --yes to prune them" % (plan["pruned"], kb_id, plan["before"]),
+              file=out)
+        return
+    print("pruned %d version(s) of %s older than %s" % (plan["pruned"], kb_id, plan["before"]),
+          file=out)
+
+
+def cmd_diff(store, args, out):
+    """A unified diff between two versions of an article (default: the one before --to, and
+    the current one)."""
+    for value, name in ((args.from_, "--from"), (args.to, "--to")):
+        if value is not None:
+            parse_version(value, name)
+    rows = store.history(args.kb, args.article)
+    versions = [r["updated_at"] for r in rows]
+    to = args.to or versions[-1]
+    if args.from_ is not None:
+        start = args.from_
+    else:
+        before = [v for v in versions if v < to] if to in versions else versions[:-1]
+        start = before[-1] if before else to
+    texts = store.version_texts(args.kb, args.article, [start, to])
+    (old_title, old), (new_title, new) = texts[start], texts[to]
+    lines = list(difflib.unified_diff(
+        ["title: %s\n" % old_title, "\n"] + old.splitlines(True),
+        ["title: %s\n" % new_title, "\n"] + new.splitlines(True),
+        "%s@%s" % (args.article, start), "%s@%s" % (args.article, to)))
+    if args.json:
+        return print_json({"knowledge_base_id": args.kb, "article_id": args.article,
+                           "from": start, "to": to, "diff": "".join(lines)}, out)
+    colour = out.isatty() and not os.environ.get("NO_COLOR")
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of text\n"
+        if colour and line[:1] in "+-@" and not line.startswith(("+++", "---")):
+            code = {"+": "32", "-": "31", "@": "36"}[line[0]]
+            line = "\x1b[%sm%s\x1b[0m%s" % (code, line.rstrip("\n"), "\n")
+        out.write(line)
+
+
+def cmd_revert(store, args, out):
+    """A new version with --to's title and content, if the article is still at
+    --expected-version (exit 3 if not)."""
+    try:
+        result = store.revert(args.kb, args.article, args.to,
+                              expected_version=args.expected_version, actor=args.actor,
+                              summary=args.summary)
+    except VersionConflict as exc:
+        if args.json:
+            print_json({"error": exc.to_dict()}, out)
+        raise Conflict(person_message(exc)) from None
+    if args.json:
+        return print_json(dict(result, knowledge_base_id=args.kb, article_id=args.article,
+                               reverted_to=args.to), out)
+    event = result["event"]
+    print("reverted %s to %s: version %s%s" % (
+        args.article, args.to, result["updated_at"],
+        ", event %d" % event["sequence"] if event else " (a draft: no event)"), file=out)

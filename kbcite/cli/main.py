@@ -1,0 +1,59 @@
+"""The admin command line of a knowledge-base store: ``kb`` (or ``python -m kbcite``).
+
+A thin layer over ``kbcite.store``: the reading commands run the same tools an agent calls
+(``search``, ``read``, ``events``), ``edit`` is the agent's compare-and-swap edit, and the
+rest are the people's side (``init``, ``add``, ``save``, ``publish``, ``unpublish``, ``list``,
+``import``). ``--json`` prints what the tools return; without it, tables for a person.
+
+    kb init --db kb.sqlite3 support
+    kb import --db kb.sqlite3 support ./docs
+    kb search --db kb.sqlite3 support "refund window"
+
+Exit status: 0 done, 1 error, 2 usage, 3 conflict (a stale --expected-version, or an import
+that left edited articles alone). A closed output pipe ends the command quietly (141).
+"""
+
+
+COMMANDS = {
+    "init": cmd_init, "knowledge-bases": cmd_knowledge_bases, "add": cmd_add, "save": cmd_save,
+    "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
+    "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
+    "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "history": cmd_history,
+    "diff": cmd_diff, "revert": cmd_revert,
+    "upgrade": None,  # upgrade opens the store its own way (main)
+}
+
+
+def main(argv=None):
+    """The admin command line; returns the exit status."""
+    args = parse(argv)
+    out = sys.stdout
+    try:
+        if args.command == "upgrade":
+            old, new = KBStore.upgrade(args.db)
+            print("upgraded %s from schema %d to %d" % (args.db, old, new) if old != new
+                  else "%s is already at schema %d" % (args.db, new), file=out)
+            status = EXIT_OK
+        else:
+            with KBStore(args.db, create=args.command == "init") as store:
+                status = COMMANDS[args.command](store, args, out)
+        out.flush()
+    except Conflict as exc:
+        print("%s: conflict: %s" % (PROG, exc), file=sys.stderr)
+        return EXIT_CONFLICT
+    except ToolError as exc:
+        print("%s: error: %s" % (PROG, person_message(exc)), file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader went away (``kb events | head``): stop quietly, and keep Python from
+        # complaining again while it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        return 130
+    return status or EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

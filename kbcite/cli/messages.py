@@ -1,0 +1,75 @@
+PROG = "kb"
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CONFLICT = 0, 1, 2, 3
+
+# What a shell reports for a process ended by SIGPIPE; we end that way, minus the traceback.
+EXIT_BROKEN_PIPE = 141
+
+# The store names an argument as the tools do; a person typed the command line's spelling.
+CLI_NAMES = {
+    "after_sequence": "--after",
+    "expected_version": "--expected-version",
+    "idempotency_key": "--idempotency-key",
+    "limit": "--limit",
+    "query": "QUERY",
+    "kb_id": "KB",
+    "knowledge_base_id": "KB",
+    "article_id": "ARTICLE",
+    "resource_id": "KB",
+    "to_version": "--to",
+    "keep_days": "--keep-days",
+    "actor": "--actor",
+    "summary": "--summary",
+}
+
+
+class Conflict(Exception):
+    """A command that found a newer version than the one it was told; exit status 3."""
+
+
+class CommandError(ToolError):
+    """A failure the command line words itself, already for a person; exit status 1."""
+
+    code = "command_failed"
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def person_message(error):
+    """A store error in words for a person at a terminal: command-line names, no agent advice."""
+    details = error.details
+    if isinstance(error, CommandError):
+        return error.message
+    if error.code == "version_conflict":
+        kb, article = details["knowledge_base_id"], details["article_id"]
+        return ("article %s in knowledge base %s has changed since version %s: it is now at %s. "
+                "Read it again (kb read %s %s; kb diff shows what changed), re-apply your "
+                "change, and run the command again with --expected-version %s." % (article, kb, details["expected_version"],
+                                            details["current_version"], kb, article,
+                                            details["current_version"]))
+    if error.code == "not_found" and "article_id" in details:
+        return ("no published article %s in knowledge base %s (kb list %s shows every article, "
+                "drafts included)" % (details["article_id"], details["knowledge_base_id"],
+                                      details["knowledge_base_id"]))
+    if error.code == "not_found":
+        return ("there is no knowledge base %s in this store (kb knowledge-bases lists them)"
+                % details["knowledge_base_id"])
+    message = error.message
+    for tool_name, cli_name in CLI_NAMES.items():
+        message = _replace_word(message, tool_name, cli_name)
+    return message
+
+
+def _replace_word(text, word, replacement):
+    """``text`` with ``word`` replaced where it stands as a whole word."""
+    out, at = [], 0
+    while True:
+        found = text.find(word, at)
+        if found < 0:
+            return "".join(out) + text[at:]
+        end = found + len(word)
+        whole = (found == 0 or not (text[found - 1].isalnum() or text[found - 1] == "_")) and (
+            end == len(text) or not (text[end].isalnum() or text[end] == "_"))
+        out += [text[at:found], replacement if whole else word]
+        at = end

@@ -1,0 +1,194 @@
+def login_name():
+    """The person's login name ($USER and its kin, else the account's), or None."""
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError, ImportError):  # no such variable, and no passwd entry
+        return None
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+
+def build_parser():
+    """The command line: global options, then one subcommand with its own."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: given after the subcommand it overrides the one given before, never erases it.
+    common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                        help="the store file (default: $KB_DB)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print JSON (what the tools return) instead of a table")
+    common.add_argument("--actor", metavar="NAME", default=argparse.SUPPRESS,
+                        help="who the history says made this command's changes (default: "
+                             "$USER)")
+    parser = argparse.ArgumentParser(
+        prog=PROG, parents=[common],
+        description="Administer a knowledge-base store whose citations are version stamps.",
+        epilog="Exit status: 0 done, 1 error, 2 usage, 3 conflict. The store is --db PATH or "
+               "$KB_DB; every command also takes --db and --json after its name.")
+    parser.add_argument("--version", action="version", version="%s %s (store schema %d)"
+                        % (PROG, __version__, SCHEMA_VERSION))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                help="what to do; kb COMMAND --help tells more")
+    sub.required = True
+
+    def command(name, help_text, aliases=()):
+        return sub.add_parser(name, parents=[common], help=help_text, description=help_text,
+                              aliases=list(aliases))
+
+    def kb_arg(p):
+        p.add_argument("kb", metavar="KB", help="the knowledge base's ID")
+
+    def article_arg(p):
+        p.add_argument("article", metavar="ARTICLE", help="an article ID, e.g. art-000001")
+
+    def summary_arg(p):
+        p.add_argument("--summary", metavar="TEXT",
+                       help="why, in a line, for the article's history")
+
+    def content_args(p, what):
+        text = p.add_mutually_exclusive_group()
+        text.add_argument("--file", metavar="F",
+                          help="read %s from the UTF-8 file F (- for standard input)" % what)
+        text.add_argument("--content", metavar="TEXT", help="%s itself" % what)
+
+    p = command("init", "create a knowledge base (and the store file, if it is new)")
+    kb_arg(p)
+    p.add_argument("--name", help="a display name for the knowledge base")
+
+    command("knowledge-bases", "list the store's knowledge bases", aliases=["kbs"])
+
+    p = command("add", "add an article (content from --file, --content or standard input)")
+    kb_arg(p)
+    p.add_argument("--title", required=True, help="the article's title")
+    content_args(p, "the content")
+    p.add_argument("--draft", action="store_true", help="add it unpublished")
+
+    p = command("save", "a person's save of an article (last writer wins)")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--title", help="a new title")
+    content_args(p, "the new content (default: keep it)")
+    summary_arg(p)
+
+    for name, text in (("publish", "make an article visible to agents"),
+                       ("unpublish", "hide an article from agents (its text is kept)")):
+        p = command(name, text)
+        kb_arg(p)
+        article_arg(p)
+
+    p = command("list", "list every article of a knowledge base, drafts included")
+    kb_arg(p)
+
+    p = command("search", "search the published articles, as an agent's search does")
+    kb_arg(p)
+    p.add_argument("query", metavar="QUERY", help="words to look for (2-200 characters)")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="most hits (1-%d, default %d)" % (SEARCH_LIMIT_MAX,
+                                                          SEARCH_LIMIT_DEFAULT))
+
+    p = command("read", "read a published article and its citation, as an agent's read does")
+    kb_arg(p)
+    article_arg(p)
+
+    p = command("edit", "edit an article as an agent does: only if it is still at "
+                        "--expected-version (exit 3 if not)")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--expected-version", required=True, metavar="V",
+                   help="the version (updated_at) you read; the edit is refused if it changed")
+    p.add_argument("--title", help="a new title (default: keep it)")
+    content_args(p, "the whole new content")
+    p.add_argument("--idempotency-key", metavar="K",
+                   help="resending with the same key returns the first result and writes "
+                        "nothing (default: a new random key)")
+    summary_arg(p)
+
+    p = command("history", "an article's versions: time, how, who, the event, size, summary "
+                           "(or: history prune KB --keep-days N)")
+    p.add_argument("kb", metavar="KB", help="the knowledge base's ID (or the word prune)")
+    p.add_argument("article", metavar="ARTICLE",
+                   help="an article ID (or, after prune, the knowledge base's ID)")
+    p.add_argument("--keep-days", type=int, metavar="N",
+                   help="history prune: keep the versions of the last N days (and every "
+                        "article's current one); drop the texts of older ones")
+    p.add_argument("--yes", action="store_true",
+                   help="history prune: do it (without --yes it says what it would prune)")
+
+    p = command("diff", "a unified diff between two versions of an article")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--from", dest="from_", metavar="V",
+                   help="the older version (default: the one before --to)")
+    p.add_argument("--to", metavar="V", help="the newer version (default: the current one)")
+
+    p = command("revert", "a new version holding an older version's title and content, only "
+                          "if the article is still at --expected-version (exit 3 if not)")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--to", required=True, metavar="V", help="the version to bring back")
+    p.add_argument("--expected-version", required=True, metavar="CUR",
+                   help="the current version, as kb history shows it")
+    summary_arg(p)
+
+    p = command("events", "print a knowledge base's event log")
+    kb_arg(p)
+    p.add_argument("--after", type=int, default=0, metavar="N",
+                   help="only events after sequence N (default 0: all)")
+
+    p = command("import", "sync a folder of Markdown files into a knowledge base")
+    kb_arg(p)
+    p.add_argument("directory", metavar="FOLDER", help="the folder; every *.md below it")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    p.add_argument("--prune", action="store_true",
+                   help="unpublish articles whose file is gone")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite articles edited since the last import with their files")
+
+    command("audit", "check the stored data for inconsistencies (exit 1 if any)")
+
+    p = command("reindex", "rebuild a knowledge base's search index from its articles")
+    kb_arg(p)
+
+    p = command("token", "bearer tokens for kb-server --http: create, list, revoke")
+    tokens = p.add_subparsers(dest="token_command", metavar="ACTION",
+                              help="create NAME --grant KB..., list, or revoke NAME")
+    tokens.required = True
+    t = tokens.add_parser("create", parents=[common], help="make a token; it is printed once",
+                          description="Make a bearer token that grants knowledge bases; it is "
+                                      "printed once and only its SHA-256 is kept.")
+    t.add_argument("name", metavar="NAME", help="a name for the token (who or what holds it)")
+    t.add_argument("--grant", action="append", required=True, metavar="KB",
+                   help="a knowledge base the token may use; repeat for several")
+    t.add_argument("--writes", choices=WRITE_MODES, default="ask",
+                   help="ask: a person approves each edit (default); allow: edits go through; "
+                        "deny: read only")
+    tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
+                      "themselves)", description="List the tokens: name, grants, writes, "
+                      "created, revoked.")
+    t = tokens.add_parser("revoke", parents=[common], help="revoke a token at once",
+                          description="Revoke a token: its next request is refused.")
+    t.add_argument("name", metavar="NAME", help="the token's name")
+    command("upgrade", "bring a store made by an older version up to this one's schema")
+    return parser
+
+
+def parse(argv):
+    """Parsed arguments, with --db from $KB_DB where it was not given."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.json = getattr(args, "json", False)
+    if getattr(args, "db", None) is None:
+        args.db = os.environ.get("KB_DB") or None
+    if not args.db:
+        parser.error("no store given: pass --db PATH or set KB_DB")
+    args.command = {"kbs": "knowledge-bases"}.get(args.command, args.command)
+    if getattr(args, "actor", None) is None:
+        args.actor = login_name()
+    if args.command == "history":
+        # ``history prune KB --keep-days N`` prunes; ``history KB ART`` lists.
+        args.prune = None
+        if args.kb == "prune" and args.keep_days is not None:
+            args.prune, args.kb, args.article = args.article, args.article, None
+        elif args.keep_days is not None or args.yes:
+            parser.error("--keep-days and --yes belong to: kb history prune KB --keep-days N")
+    return args
