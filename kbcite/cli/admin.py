@@ -1,3 +1,10 @@
+"""The commands on the store itself: init, knowledge-bases, audit, reindex, token."""
+
+import sys
+
+from .messages import EXIT_ERROR, EXIT_OK, PROG
+from .output import print_json, table
+
 # -- the commands ------------------------------------------------------------------------------
 
 

@@ -1,3 +1,15 @@
+"""The commands on articles: the people's side (add, save, publish, unpublish, list) and the
+agents' own tools run for a person (search, read, edit, events)."""
+
+import json
+import sys
+import uuid
+
+from ..errors import InvalidArgument, NotFound, VersionConflict
+from ..markdown import read_utf8_file
+from .messages import CommandError, Conflict, person_message
+from .output import one_line, print_json, table
+
 def read_content(args, required):
     """The content of ``--file`` (``-``: standard input), ``--content``, or, where the command
     needs content and neither is given, piped standard input; else ``None``."""

@@ -1,3 +1,10 @@
+"""The commands between a knowledge base and a folder of Markdown files: import."""
+
+import sys
+
+from .messages import Conflict
+from .output import Progress, print_json
+
 def cmd_import(store, args, out):
     """Sync a folder of Markdown files into a knowledge base; exit 3 if edits were kept."""
     result = store.import_directory(args.kb, args.directory, prune=args.prune, force=args.force,

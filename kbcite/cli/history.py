@@ -1,3 +1,13 @@
+"""The commands on the history: history, diff, revert, and history prune."""
+
+import difflib
+import os
+
+from ..errors import VersionConflict
+from ..versions import parse_version
+from .messages import Conflict, person_message
+from .output import print_json, table
+
 def cmd_history(store, args, out):
     """An article's versions (or, as ``history prune KB``, prune a knowledge base's)."""
     if args.prune is not None:

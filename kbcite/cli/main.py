@@ -13,6 +13,23 @@ Exit status: 0 done, 1 error, 2 usage, 3 conflict (a stale --expected-version, o
 that left edited articles alone). A closed output pipe ends the command quietly (141).
 """
 
+import os
+import sys
+
+from ..errors import ToolError
+from ..store import KBStore
+from .admin import cmd_audit, cmd_init, cmd_knowledge_bases, cmd_reindex, cmd_token
+from .articles import (
+    cmd_add, cmd_edit, cmd_events, cmd_list, cmd_publish, cmd_read, cmd_save, cmd_search,
+    cmd_unpublish,
+)
+from .folders import cmd_import
+from .history import cmd_diff, cmd_history, cmd_revert
+from .messages import (
+    EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, PROG, Conflict, person_message,
+)
+from .parser import parse
+
 
 COMMANDS = {
     "init": cmd_init, "knowledge-bases": cmd_knowledge_bases, "add": cmd_add, "save": cmd_save,
@@ -53,7 +70,3 @@ def main(argv=None):
     except KeyboardInterrupt:
         return 130
     return status or EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,3 +1,8 @@
+"""How the command line speaks: its name, its exit statuses, and the store's errors in words
+for a person (the command line's names for arguments, no advice meant for an agent)."""
+
+from ..errors import ToolError
+
 PROG = "kb"
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CONFLICT = 0, 1, 2, 3
@@ -45,9 +50,9 @@ def person_message(error):
         kb, article = details["knowledge_base_id"], details["article_id"]
         return ("article %s in knowledge base %s has changed since version %s: it is now at %s. "
                 "Read it again (kb read %s %s; kb diff shows what changed), re-apply your "
-                "change, and run the command again with --expected-version %s." % (article, kb, details["expected_version"],
-                                            details["current_version"], kb, article,
-                                            details["current_version"]))
+                "change, and run the command again with --expected-version %s."
+                % (article, kb, details["expected_version"], details["current_version"], kb,
+                   article, details["current_version"]))
     if error.code == "not_found" and "article_id" in details:
         return ("no published article %s in knowledge base %s (kb list %s shows every article, "
                 "drafts included)" % (details["article_id"], details["knowledge_base_id"],

@@ -1,3 +1,10 @@
+"""What the command line prints: tables for a person, JSON as the tools return it, progress."""
+
+import json
+import time
+
+from .messages import PROG
+
 # Long imports report progress on stderr at most this often.
 PROGRESS_EVERY_S = 1.0
 

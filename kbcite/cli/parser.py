@@ -1,3 +1,14 @@
+"""The command line's parser: global options, then one subcommand with its own."""
+
+import argparse
+import getpass
+import os
+
+from .. import __version__
+from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
+from ..tokens import WRITE_MODES
+from .messages import PROG
+
 def login_name():
     """The person's login name ($USER and its kin, else the account's), or None."""
     try:
