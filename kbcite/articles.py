@@ -11,7 +11,8 @@ articles, one or a bulk load.
 from . import access, changes, events, history
 from .errors import InvalidArgument, VersionConflict, VersionNotFound, VersionPruned
 from .limits import (
-    EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, ID_MAX, MAX_ARTICLES_PER_KB, TITLE_MAX,
+    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, ID_MAX,
+    MAX_ARTICLES_PER_KB, TITLE_MAX,
 )
 from .search import index
 from .search.ranking import SearchDoc
@@ -226,3 +227,21 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
         return write(ctx, kb, row, content=content, title=old["title"],
                      published=bool(row["published"]), action="revert", actor=actor,
                      summary=summary, text_pk=old["text_pk"])
+
+
+def delete(ctx, kb_id, article_id, actor=None):
+    """Remove an article for good: its text, its whole history, its place in the index. A
+    published one leaves an ``article.deleted`` event, so its citations come back gone; a
+    draft's deletion, like its saves, writes none. Returns the event, or None."""
+    history.check_actor(actor, None)
+    db = ctx.db
+    with db.write():
+        kb = access.knowledge_base(db, kb_id, lock=True)
+        row = access.article(db, kb, article_id, published_only=False)
+        event = None
+        if row["published"]:
+            index.reindex(db, kb, row["pk"], True, row["title"], row["content"], False)
+            updated_at = format_version(next_version(row["version_us"], ctx.now_us()))
+            event = events.append(db, kb, [(EVENT_DELETED, row["article_id"], updated_at)])[0]
+        db.article_delete(kb["pk"], row["pk"])
+    return event

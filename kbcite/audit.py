@@ -8,7 +8,7 @@ or an article names exists, and each version's event is the one the log holds fo
 Each finding is one line naming the knowledge base; none means consistent.
 """
 
-from .limits import EVENT_UNPUBLISHED
+from .limits import EVENT_DELETED, EVENT_UNPUBLISHED
 from .search.ranking import SearchDoc, presence_totals
 
 
@@ -67,12 +67,19 @@ def audit_kb(db, kb):
                "; beyond the head: %s" % ", ".join(map(str, extra[:10])) if extra else ""))
     last = db.audit_last_events(kb["pk"])
     published = []
-    for art in db.audit_articles(kb["pk"]):
+    stored = db.audit_articles(kb["pk"])
+    present = {art["article_id"] for art in stored}
+    for article_id, ev in sorted(last.items()):
+        # An article no longer stored was deleted: agents last saw it withdrawn or deleted.
+        if article_id not in present and ev["type"] not in (EVENT_DELETED, EVENT_UNPUBLISHED):
+            problems.append("article %r of %r is gone from the store, but its last event is %s"
+                            % (article_id, name, ev["type"]))
+    for art in stored:
         ev = last.get(art["article_id"])
         if art["published"]:
             published.append(art["pk"])
             if ev is None or ev["updated_at"] != art["updated_at"] or \
-                    ev["type"] == EVENT_UNPUBLISHED:
+                    ev["type"] in (EVENT_UNPUBLISHED, EVENT_DELETED):
                 problems.append("article %r of %r: updated_at %s but last event %s"
                                 % (art["article_id"], name, art["updated_at"], ev))
         elif ev is not None and ev["type"] != EVENT_UNPUBLISHED:

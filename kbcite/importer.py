@@ -1,89 +1,70 @@
 """Import: a folder of Markdown files synced into a knowledge base, honouring later edits.
 
-``read_markdown_folder`` reads and checks every file first (the only I/O here); ``sync_plan``
-decides what to do with each file and article (pure: it reads nothing and writes nothing);
-``sync_apply`` carries one decision out in the sync's one write transaction. An article
-edited since the import wrote it (by a person or an agent) is left alone and reported as a
-conflict, unless forced.
+``kbcite.folder`` reads and checks every file first (the only I/O of an import), naming every
+bad one; ``sync_plan`` decides what to do with each file and article (pure: it reads nothing
+and writes nothing); ``sync_apply`` carries one decision out in the sync's one write
+transaction. An article edited since the import wrote it (by a person or an agent) is left
+alone and reported as a conflict, unless forced, or unless the file was written from the
+article's current version (an export: its front matter names the version). A file whose front
+matter names an article (``article_id``, as an export writes it) is that article's file,
+wherever it moved. Pruning is guarded: the store remembers the folder each knowledge base was
+last imported from, and pruning from another one, or unpublishing more than half of what the
+imports made, needs ``yes``.
 """
 
 import collections
-import os
 
 from . import access, articles
-from .errors import InvalidArgument, ToolError
+from .errors import InvalidArgument
+from .folder import bad_files_error, read_folder
 from .limits import SYNC_ACTIONS
-from .markdown import SourceDocument, parse_markdown, read_utf8_file
 from .validation import check_new_article, check_people_string
 
 # Who the history says made an import's versions.
 IMPORT_ACTOR = "import"
 
-def read_markdown_folder(directory, progress=None):
-    """Every ``*.md`` file below ``directory`` as SourceDocuments, sorted by path.
-
-    Reads and checks them all before anything is written, so a bad file stops an import
-    before it starts. Raises InvalidArgument naming the folder or file and what is wrong.
-    """
-    if not os.path.isdir(directory):
-        raise InvalidArgument("%s is not a folder" % directory, argument="directory",
-                              path=str(directory))
-    failures = []
-
-    def walk_error(exc):
-        failures.append(exc)
-
-    paths = []
-    for root, dirs, files in os.walk(directory, onerror=walk_error):
-        dirs.sort()
-        paths.extend(os.path.join(root, name) for name in sorted(files) if name.endswith(".md"))
-    if failures:
-        exc = failures[0]
-        raise InvalidArgument("cannot read the folder %s: %s" % (exc.filename, exc.strerror),
-                              argument="directory", path=str(exc.filename))
-    documents = []
-    for done, path in enumerate(paths, 1):
-        source = os.path.relpath(path, directory).replace(os.sep, "/")
-        text = read_utf8_file(path, path, "directory")
-        try:
-            title, content = parse_markdown(text, os.path.splitext(os.path.basename(path))[0])
-            check_new_article(title, content, "title", "content")
-        except (ValueError, ToolError) as exc:
-            raise InvalidArgument("%s cannot be imported: %s" % (
-                path, exc.message if isinstance(exc, ToolError) else exc),
-                argument="directory", path=path) from None
-        documents.append(SourceDocument(source, title, content))
-        if progress is not None:
-            progress("read", done, len(paths))
-    return documents
+def normalized(text):
+    """Text as an import compares it: line breaks unified, blank lines at either end dropped
+    (what reading a file does to it)."""
+    return "\n".join(text.splitlines()).strip("\n")
 
 
 def import_directory(ctx, kb_id, directory, *, prune=False, force=False, dry_run=False,
-                     progress=None):
-    """Sync a folder of Markdown files into a knowledge base; returns the plan it carried out.
+                     skip_bad=False, yes=False, progress=None):
+    """Sync a folder of Markdown files into a knowledge base; returns the plan it carried out,
+    with the files it could not import (``bad``) and those it left out (``skipped``).
 
-    See ``sync_articles``; the files are all read and checked first (``read_markdown_folder``).
+    Every file is read and checked first: a bad one stops the import, naming all of them,
+    unless ``skip_bad`` imports the others. See ``sync_articles`` for the rest.
     """
     with ctx.db.read():
         access.knowledge_base(ctx.db, kb_id)
-    documents = read_markdown_folder(directory, progress)
-    return sync_articles(ctx, kb_id, documents, prune=prune, force=force, dry_run=dry_run,
-                         progress=progress)
+    found = read_folder(directory, progress)
+    if found.bad and not skip_bad:
+        raise bad_files_error(found)
+    result = sync_articles(ctx, kb_id, found.documents, prune=prune, force=force,
+                           dry_run=dry_run, yes=yes, root=found.root, progress=progress)
+    result.update(bad=found.bad, skipped=found.skipped)
+    return result
 
 
 def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=False,
-                  progress=None):
+                  yes=False, root=None, progress=None):
     """Make the articles imported from ``documents`` match them, honouring later edits.
 
     Each imported article remembers its source path and the version the import wrote.
-    An article whose version is still that one is updated to its file; one edited since
-    (by a person or an agent) is left alone and reported as a ``conflict``, unless
-    ``force``. A new path whose text equals an article whose file is gone is a rename.
-    With ``prune``, articles whose file is gone are unpublished (their text is kept).
-    One transaction: all of it is written, or none. ``dry_run`` writes nothing.
-    Returns ``{"actions": [...], "counts": {action: n}}``; actions are ``create``,
-    ``update``, ``unchanged``, ``conflict``, ``rename``, ``unpublish`` and ``orphan``
-    (file gone, article kept: no ``prune``).
+    An article whose version is still that one (or the version a document's front matter
+    names) is updated to its file; one edited since (by a person or an agent) is left alone
+    and reported as a ``conflict``, unless ``force``. A document naming an article
+    (``article_id``) is that article's, wherever it moved; a new path whose text equals an
+    article whose file is gone is a rename. With ``prune``, articles whose file is gone are
+    unpublished (their text is kept); without ``yes`` a prune is refused from another
+    ``root`` than the last import's, or when it would unpublish more than half of the
+    imported articles. One transaction: all of it is written, or none. ``dry_run`` writes
+    nothing (and warns where a prune would be refused). Returns ``{"actions", "counts",
+    "dry_run", "warnings", "root"}``; actions are ``create``, ``update``, ``rename``,
+    ``adopt`` (a store-made article that a file now holds), ``unchanged``, ``conflict``,
+    ``unpublish`` and ``orphan`` (file gone, article kept: no ``prune``).
     """
     documents = list(documents)
     seen = set()
@@ -98,35 +79,86 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
     with db.write():
         kb = access.knowledge_base(db, kb_id, lock=True)
         rows = {row["source"]: row for row in db.articles_imported(kb["pk"])}
-        actions = sync_plan(rows, documents, prune, force)
+        named = sorted({doc.article_id for doc in documents if doc.article_id})
+        by_id = db.articles_by_ids(kb["pk"], named) if named else {}
+        actions = sync_plan(rows, by_id, documents, prune, force)
+        warnings = prune_warnings(kb, rows, actions, root) if prune else []
+        if warnings and not (yes or dry_run):
+            raise InvalidArgument(
+                "the import would prune: %s. Nothing was written; run it again with yes=True "
+                "(kb import --yes) if that is what you mean" % "; and ".join(warnings),
+                argument="prune")
         if not dry_run:
-            for done, action in enumerate(actions, 1):
-                sync_apply(ctx, kb, rows, action)
-                if progress is not None:
-                    progress("write", done, len(actions))
+            writing = [a for a in actions if a["action"] not in ("unchanged", "conflict",
+                                                                  "orphan")]
+            for action in actions:
+                sync_apply(ctx, kb, rows, by_id, action)
+                if progress is not None and action in writing:
+                    progress("write", writing.index(action) + 1, len(writing))
             if any(a["action"] in ("create", "update") for a in actions):
                 db.optimize(kb["pk"])
+            if root is not None:
+                db.kb_set_import_root(kb["pk"], root)
         for action in actions:
             action.pop("document", None)
     counts = collections.Counter(action["action"] for action in actions)
     return {"actions": actions, "counts": {name: counts[name] for name in SYNC_ACTIONS},
-            "dry_run": dry_run}
+            "dry_run": dry_run, "warnings": warnings, "root": root}
 
 
-def sync_plan(rows, documents, prune, force):
-    """What a sync would do, as a list of action dicts (pure: reads nothing, writes nothing)."""
-    by_path = {doc.source: doc for doc in documents}
-    gone = {source: row for source, row in rows.items() if source not in by_path}
+def prune_warnings(kb, rows, actions, root):
+    """Why a prune needs ``yes``: another folder than the last import's, or most of what the
+    imports made unpublished at once."""
+    out = []
+    if root is not None and kb["import_root"] and kb["import_root"] != root:
+        out.append("knowledge base %s was last imported from %s, not %s, and every article "
+                   "this folder does not hold would be unpublished"
+                   % (kb["kb_id"], kb["import_root"], root))
+    published = sum(1 for row in rows.values() if row["published"])
+    going = sum(1 for a in actions if a["action"] == "unpublish")
+    if going and going * 2 > published:
+        out.append("it would unpublish %d of the %d published articles imports made"
+                   % (going, published))
+    return out
+
+
+def sync_plan(rows, by_id, documents, prune, force):
+    """What a sync would do, as a list of action dicts (pure: reads nothing, writes nothing).
+
+    ``rows`` are the imported articles by source, ``by_id`` the articles that documents'
+    front matter names, by article ID.
+    """
+    claimed = set()
+    # A document that names its article (an export's front matter) is that article's file.
+    owner = {}
+    for doc in documents:
+        row = by_id.get(doc.article_id) if doc.article_id else None
+        if row is not None and row["pk"] not in claimed:
+            owner[doc.source] = row
+            claimed.add(row["pk"])
+    by_path = {doc.source for doc in documents}
+    gone = {source: row for source, row in rows.items()
+            if source not in by_path and row["pk"] not in claimed}
     # A file moved without a change: same title and text as an article whose file is gone.
     by_text = {}
     for source, row in sorted(gone.items()):
-        by_text.setdefault((row["title"], row["content"]), source)
+        by_text.setdefault((row["title"], normalized(row["content"])), source)
     actions = []
     for doc in documents:
-        row = rows.get(doc.source)
         action = {"source": doc.source, "title": doc.title, "document": doc}
+        row = owner.get(doc.source)
+        if row is not None and row["source"] != doc.source:
+            if row["source"] is None:
+                action.update(action="adopt")
+            else:
+                action.update(action="rename", previous_source=row["source"])
+                gone.pop(row["source"], None)
         if row is None:
-            old = by_text.pop((doc.title, doc.content), None)
+            row = rows.get(doc.source)
+            if row is not None and row["pk"] in claimed and doc.source not in owner:
+                row = None  # its article went to the file that names it
+        if row is None:
+            old = by_text.pop((doc.title, normalized(doc.content)), None)
             if old is not None and old in gone:
                 row = gone.pop(old)
                 action.update(action="rename", previous_source=old)
@@ -134,10 +166,13 @@ def sync_plan(rows, documents, prune, force):
                 action["action"] = "create"
                 actions.append(action)
                 continue
+        claimed.add(row["pk"])
         action.update(article_id=row["article_id"], current_version=row["updated_at"],
                       import_version=row["import_version"])
-        owned = row["import_version"] == row["updated_at"]
-        if row["published"] and (row["title"], row["content"]) == (doc.title, doc.content):
+        # Ours to write: the import wrote this version, or the file was made from it.
+        owned = row["import_version"] == row["updated_at"] or doc.version == row["updated_at"]
+        same = (row["title"], normalized(row["content"])) == (doc.title, normalized(doc.content))
+        if row["published"] and same:
             action.setdefault("action", "unchanged")
         elif owned or force:
             action.setdefault("action", "update")
@@ -146,7 +181,7 @@ def sync_plan(rows, documents, prune, force):
             action["action"] = "conflict"
         actions.append(action)
     for source, row in sorted(gone.items()):
-        if not row["published"]:
+        if not row["published"] or row["pk"] in claimed:
             continue
         actions.append({"source": source, "title": row["title"],
                         "article_id": row["article_id"],
@@ -156,20 +191,22 @@ def sync_plan(rows, documents, prune, force):
     return actions
 
 
-def sync_apply(ctx, kb, rows, action):
+def sync_apply(ctx, kb, rows, by_id, action):
     """Carry out one planned action in the caller's transaction."""
     kind, doc = action["action"], action.get("document")
     if kind in ("conflict", "orphan"):
         return
     if kind == "create":
         action["article_id"] = articles.insert(
-            ctx, kb, [(doc.title, doc.content, doc.source)], True, action="import",
+            ctx, kb, [(doc.title, doc.content, doc.source)], doc.published, action="import",
             actor=IMPORT_ACTOR)[0]
         pk = ctx.db.article_visibility(kb["pk"], action["article_id"])["pk"]
     else:
-        row = rows[action.get("previous_source", action["source"])]
+        row = by_id.get(action["article_id"]) if doc is not None and doc.article_id else None
+        if row is None or row["article_id"] != action["article_id"]:
+            row = rows[action.get("previous_source", action["source"])]
         pk = row["pk"]
-        if kind == "rename":
+        if kind in ("rename", "adopt"):
             ctx.db.article_set_source(pk, doc.source)
         if kind == "unpublish":
             articles.write(ctx, kb, row, content=row["content"], title=row["title"],

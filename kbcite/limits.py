@@ -53,7 +53,8 @@ VERSION_MAX = 64
 SHOWN_MAX = 80
 
 # What an import can do with one file or article, in the order a summary lists them.
-SYNC_ACTIONS = ("create", "update", "rename", "unchanged", "conflict", "unpublish", "orphan")
+SYNC_ACTIONS = ("create", "update", "rename", "adopt", "unchanged", "conflict", "unpublish",
+                "orphan")
 
 RESOURCE_TYPES = ("channel", "note", "knowledge_base", "record", "session")
 
@@ -62,6 +63,9 @@ EVENT_PUBLISHED = "article.published"
 EVENT_UPDATED = "article.updated"
 
 EVENT_UNPUBLISHED = "article.unpublished"
+
+# A published article deleted for good: its citations come back gone, and stay gone.
+EVENT_DELETED = "article.deleted"
 
 # -- versions kept (the history) ------------------------------------------------------------------
 

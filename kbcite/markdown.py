@@ -1,47 +1,72 @@
-"""Markdown as a knowledge base reads it: front matter, the title, the body; UTF-8 files.
+"""Markdown as a knowledge base reads and writes it: front matter, the title, the body.
 
-Pure text work, apart from ``read_utf8_file``: the import (``kbcite.importer``) walks folders.
+Front matter is YAML between ``---`` lines (closed by ``---`` or ``...``) or TOML between
+``+++`` lines. Of it the store reads ``title`` (a YAML plain, quoted, folded ``>`` or literal
+``|`` scalar; a TOML basic or literal string), and what an export writes there: ``article_id``,
+``version``, ``source``, ``published``. Other keys are allowed and ignored. Without a title
+there, the first ``# `` heading is the title (and leaves the body); without one, the file's
+name. Pure text work, apart from ``read_utf8_file``: ``kbcite.folder`` walks folders.
 """
 
 import json
+import re
 from dataclasses import dataclass
 
 from .errors import InvalidArgument
 from .validation import is_blank
 
+# The front matter keys an export writes and an import reads back, besides the title.
+META_KEYS = ("article_id", "version", "source", "published")
+
+_YAML_FENCE, _YAML_END = "---", ("---", "...")
+_TOML_FENCE = "+++"
+_BLOCK_HEADER = re.compile(r"^([|>])[+-]?\d?[+-]?\s*(?:#.*)?$")
+_TOML_LINE = re.compile(r"^([A-Za-z0-9_-]+)\s*=\s*(.*)$")
+
+
 @dataclass(frozen=True)
 class SourceDocument:
-    """One Markdown file as an import sees it: its path below the folder, title and content."""
+    """One Markdown file as an import sees it: its path below the folder, title and content,
+    and the article it names in its front matter (an export's), if any."""
 
     source: str
     title: str
     content: str
-
-
-# YAML-style front matter: a first line of three dashes, ``key: value`` lines, a closing line
-# of three dashes (or dots). Only ``title`` is used; other keys are allowed and ignored.
-_FRONT_MATTER_END = ("---", "...")
+    article_id: str = None
+    version: str = None
+    published: bool = True
 
 
 def parse_markdown(text, fallback_title):
-    """``(title, body)`` of a Markdown text: front matter ``title:``, else the first ``# ``
+    """``(title, body)`` of a Markdown text: front matter ``title``, else the first ``# ``
     heading (removed from the body), else ``fallback_title``. A BOM and front matter are
-    stripped; raises ValueError for a text with no body."""
+    stripped; raises ValueError for a text with no body or broken front matter."""
+    title, body, _ = parse_document(text, fallback_title)
+    return title, body
+
+
+def parse_document(text, fallback_title):
+    """``(title, body, meta)``: ``parse_markdown``'s, and the front matter's ``META_KEYS``."""
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = text.splitlines()
-    title = None
-    if lines and lines[0].rstrip() == "---":
+    meta = {}
+    if lines and lines[0].rstrip() in (_YAML_FENCE, _TOML_FENCE):
+        fence = lines[0].rstrip()
+        closing = _YAML_END if fence == _YAML_FENCE else (_TOML_FENCE,)
         for end in range(1, len(lines)):
-            if lines[end].rstrip() in _FRONT_MATTER_END:
-                for line in lines[1:end]:
-                    key, sep, value = line.partition(":")
-                    if sep and key.strip().lower() == "title" and value.strip():
-                        title = _yaml_scalar(value.strip())
+            if lines[end].rstrip() in closing:
+                block = lines[1:end]
+                meta = _yaml(block) if fence == _YAML_FENCE else _toml(block)
                 lines = lines[end + 1:]
                 break
         else:
-            raise ValueError("its front matter (a first line ---) has no closing --- line")
+            raise ValueError("its front matter (a first line %s) has no closing %s line"
+                             % (fence, fence))
+    title = meta.pop("title", None)
+    if title is not None:
+        # A title is one line: a literal block's line breaks become spaces.
+        title = title.replace("\n", " ").strip() or None
     if title is None:
         for i, line in enumerate(lines):
             if line.startswith("# ") and line[2:].strip():
@@ -51,7 +76,54 @@ def parse_markdown(text, fallback_title):
     body = "\n".join(lines).strip("\n")
     if is_blank(body):
         raise ValueError("it has no content%s" % (" below its title" if title else ""))
-    return title if title is not None else fallback_title, body
+    return (title if title is not None else fallback_title, body,
+            {key: meta[key] for key in META_KEYS if key in meta})
+
+
+def _yaml(lines):
+    """The top-level scalars of a YAML front matter block: ``{key: text}``."""
+    out, i = {}, 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#") or line[:1] in " \t":
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip()
+        block = _BLOCK_HEADER.match(value)
+        if block:
+            # A folded (>) or literal (|) block scalar: the indented lines that follow.
+            body = []
+            while i < len(lines) and (not lines[i].strip() or lines[i][:1] in " \t"):
+                body.append(lines[i])
+                i += 1
+            out[key] = _block_scalar(body, block.group(1))
+        elif value:
+            out[key] = _yaml_scalar(value)
+    return out
+
+
+def _block_scalar(lines, style):
+    """A YAML block scalar's text: its lines de-indented, folded into one line (``>``) or kept
+    as lines (``|``); the trailing line breaks, which a title never keeps, dropped."""
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    cut = min(indents) if indents else 0
+    rows = [line[cut:].rstrip() if line.strip() else "" for line in lines]
+    while rows and not rows[-1]:
+        rows.pop()
+    if style == "|":
+        return "\n".join(rows)
+    text, previous_blank = "", True
+    for row in rows:
+        if not row:
+            text += "\n"
+            previous_blank = True
+        else:
+            text += ("" if previous_blank else " ") + row
+            previous_blank = False
+    return text
 
 
 def _yaml_scalar(value):
@@ -61,6 +133,56 @@ def _yaml_scalar(value):
     if len(value) >= 2 and value[0] == value[-1] == '"':
         return json.loads(value) if "\\" in value else value[1:-1]
     return value.split(" #", 1)[0].strip()
+
+
+def _toml(lines):
+    """The top-level string and boolean keys of a TOML front matter block: ``{key: text}``."""
+    out = {}
+    for line in lines:
+        match = _TOML_LINE.match(line.strip())
+        if not match or line.startswith("["):
+            continue
+        key, value = match.group(1).lower(), match.group(2).strip()
+        if value.startswith('"') and not value.startswith('"""'):
+            end = _string_end(value)
+            if end:
+                out[key] = json.loads(value[:end])
+        elif value.startswith("'") and not value.startswith("'''"):
+            end = value.find("'", 1)
+            if end > 0:
+                out[key] = value[1:end]
+        elif value in ("true", "false"):
+            out[key] = value
+    return out
+
+
+def _string_end(value):
+    """Where a TOML basic string starting at ``value[0]`` ends (after its quote), or 0."""
+    i = 1
+    while i < len(value):
+        if value[i] == "\\":
+            i += 2
+            continue
+        if value[i] == '"':
+            return i + 1
+        i += 1
+    return 0
+
+
+def format_document(title, content, meta):
+    """A Markdown file's text: YAML front matter holding the title and ``meta``'s keys (in
+    ``META_KEYS`` order), then the content; ``parse_document`` reads the same values back."""
+    lines = ["---", "title: %s" % json.dumps(title, ensure_ascii=False)]
+    for key in META_KEYS:
+        if meta.get(key) is None:
+            continue
+        value = meta[key]
+        if isinstance(value, bool):
+            lines.append("%s: %s" % (key, "true" if value else "false"))
+        else:
+            lines.append("%s: %s" % (key, json.dumps(value, ensure_ascii=False)))
+    lines.append("---")
+    return "\n".join(lines) + "\n\n" + content + ("" if content.endswith("\n") else "\n")
 
 
 def read_utf8_file(path, label, argument):

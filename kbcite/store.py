@@ -23,7 +23,10 @@ import contextlib
 import logging
 from datetime import datetime, timezone
 
-from . import access, articles, audit, citations, edits, events, history, importer, reads, tokens
+from . import (
+    access, articles, audit, citations, edits, events, exporter, history, importer, reads,
+    tokens,
+)
 from .context import Context
 from .engines import open_engine
 from .errors import InternalError, InvalidArgument, ToolError
@@ -268,6 +271,11 @@ class KBStore:
         current one; returns how many (``kbcite.history.prune``)."""
         return history.prune(self._ctx, kb_id, keep_days, dry_run=dry_run)
 
+    def delete_article(self, kb_id, article_id, *, actor=None):
+        """Remove an article for good, text and history; returns the ``article.deleted`` event
+        a published one leaves (None for a draft)."""
+        return articles.delete(self._ctx, kb_id, article_id, actor)
+
     def optimize(self, kb_id):
         """Compact a knowledge base's search index; worth it after bulk loads."""
         with self._db.write():
@@ -279,18 +287,28 @@ class KBStore:
             index.index_all(self._db, access.knowledge_base(self._db, kb_id, lock=True))
 
     def import_directory(self, kb_id, directory, *, prune=False, force=False, dry_run=False,
-                         progress=None):
+                         skip_bad=False, yes=False, progress=None):
         """Sync a folder of Markdown files into a knowledge base; returns the plan it carried
-        out (``kbcite.importer.import_directory``)."""
+        out, the bad files and those left out (``kbcite.importer.import_directory``)."""
         return importer.import_directory(self._ctx, kb_id, directory, prune=prune, force=force,
-                                         dry_run=dry_run, progress=progress)
+                                         dry_run=dry_run, skip_bad=skip_bad, yes=yes,
+                                         progress=progress)
+
+    def export_directory(self, kb_id, directory, *, include_drafts=False, edited=False,
+                         force=False, yes=False, dry_run=False, progress=None):
+        """Write the articles back to a folder as Markdown with front matter; returns what it
+        did to each (``kbcite.exporter.export_directory``)."""
+        return exporter.export_directory(self._ctx, kb_id, directory,
+                                         include_drafts=include_drafts, edited=edited,
+                                         force=force, yes=yes, dry_run=dry_run,
+                                         progress=progress)
 
     def sync_articles(self, kb_id, documents, *, prune=False, force=False, dry_run=False,
-                      progress=None):
+                      yes=False, progress=None):
         """Make the articles imported from ``documents`` match them, honouring later edits
         (``kbcite.importer.sync_articles``)."""
         return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
-                                      dry_run=dry_run, progress=progress)
+                                      dry_run=dry_run, yes=yes, progress=progress)
 
     # -- bearer tokens (the HTTP server's clients) ----------------------------------------------
 

@@ -7,9 +7,9 @@ The store dispatches each name to its handler (``kbcite.store.HANDLERS``).
 """
 
 from .limits import (
-    CITATIONS_MAX, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, EVENTS_LIMIT_DEFAULT,
-    EVENTS_LIMIT_MAX, ID_MAX, KEY_MAX, QUERY_MAX, QUERY_MIN, RESOURCE_TYPES,
-    SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SUMMARY_MAX, TITLE_MAX, VERSION_MAX,
+    CITATIONS_MAX, EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED,
+    EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX, ID_MAX, KEY_MAX, QUERY_MAX, QUERY_MIN,
+    RESOURCE_TYPES, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SUMMARY_MAX, TITLE_MAX, VERSION_MAX,
 )
 
 
@@ -81,7 +81,8 @@ _EVENT = {
     "type": "object",
     "properties": {
         "sequence": {"type": "integer", "minimum": 1},
-        "type": {"type": "string", "enum": [EVENT_PUBLISHED, EVENT_UPDATED, EVENT_UNPUBLISHED]},
+        "type": {"type": "string",
+                 "enum": [EVENT_PUBLISHED, EVENT_UPDATED, EVENT_UNPUBLISHED, EVENT_DELETED]},
         "article_id": {"type": "string"},
         "updated_at": _UPDATED_AT,
     },

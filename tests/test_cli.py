@@ -12,7 +12,7 @@ import pytest
 
 import kbcite
 from kbcite import KBStore, cli
-from kbcite.importer import read_markdown_folder
+from kbcite.folder import read_markdown_folder
 from support.commands import ROOT, child_env, module_argv
 from kbcite.testing import dump_file as dump
 
@@ -481,13 +481,13 @@ def test_an_unreadable_folder_is_an_error(tmp_path, monkeypatch, clock):
     folder = tmp_path / "docs"
     write(folder, "ok.md", "# Ok\n\nok\n")
     (folder / "locked").mkdir()
-    real_scandir = os.scandir
+    real_listdir = os.listdir
 
-    def scandir(path="."):
+    def listdir(path="."):
         if str(path).endswith("locked"):
             raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-    monkeypatch.setattr(os, "scandir", scandir)
+        return real_listdir(path)
+    monkeypatch.setattr(os, "listdir", listdir)
     with KBStore(":memory:", clock=clock) as store:
         store.create_knowledge_base(KB)
         with pytest.raises(kbcite.InvalidArgument) as info:

@@ -40,7 +40,8 @@ ARTICLE_FROM = "articles AS a JOIN texts AS t ON t.pk = a.text_pk"
 VERSION_COLUMNS = ("article_pk", "version_us", "updated_at", "action", "sequence", "event",
                    "published", "title", "text_pk", "bytes", "actor", "summary")
 
-KB_COLUMNS = "pk, kb_id, head_sequence, published_count, title_tokens, body_tokens"
+KB_COLUMNS = ("pk, kb_id, head_sequence, published_count, title_tokens, body_tokens, "
+              "import_root")
 
 # What search keeps of an article, as ranking reads it (``search.ranking.score``,
 # ``SearchDoc.stored``).
@@ -241,6 +242,18 @@ class Engine:
         here; an engine with arrays binds one array instead."""
         return "%s IN (%s)" % (column, ",".join("?" * len(values))), list(values)
 
+    def articles_of(self, kb_pk):
+        """Every article of a knowledge base with its text, in creation order."""
+        return self.rows("SELECT %s FROM %s WHERE a.kb_pk = ? ORDER BY a.pk"
+                         % (ARTICLE_COLUMNS, ARTICLE_FROM), (kb_pk,))
+
+    def articles_by_ids(self, kb_pk, article_ids):
+        """``{article_id: whole row}`` of those of ``article_ids`` that exist, drafts too."""
+        where, params = self.in_list("a.article_id", article_ids)
+        return {row["article_id"]: row for row in self.rows(
+            "SELECT %s FROM %s WHERE a.kb_pk = ? AND %s" % (ARTICLE_COLUMNS, ARTICLE_FROM, where),
+            [kb_pk] + params)}
+
     def articles_published(self, kb_pk, article_ids):
         """``{article_id: whole row}`` of those of ``article_ids`` that are published: the
         others' texts are never read."""
@@ -375,6 +388,20 @@ class Engine:
                                                 (kb_pk,)) if row["pk"] not in held]
         self.execute_many("DELETE FROM texts WHERE pk = ?", [(pk,) for pk in loose])
         return pruned
+
+    def kb_set_import_root(self, kb_pk, root):
+        """Remember the folder a knowledge base was last imported from."""
+        self.execute("UPDATE knowledge_bases SET import_root = ? WHERE pk = ?", (root, kb_pk))
+
+    def article_delete(self, kb_pk, pk):
+        """Remove an article and its whole history, texts included (its search rows are the
+        caller's to remove first)."""
+        held = [row["text_pk"] for row in self.rows(
+            "SELECT text_pk FROM versions WHERE article_pk = ? AND text_pk IS NOT NULL UNION "
+            "SELECT text_pk FROM articles WHERE pk = ?", (pk, pk))]
+        self.execute("DELETE FROM versions WHERE article_pk = ?", (pk,))
+        self.execute("DELETE FROM articles WHERE pk = ?", (pk,))
+        self.execute_many("DELETE FROM texts WHERE pk = ?", [(text_pk,) for text_pk in held])
 
     def article_set_source(self, pk, source):
         """Point an imported article at another file (a rename)."""

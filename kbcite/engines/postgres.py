@@ -100,7 +100,8 @@ CREATE TABLE knowledge_bases (
     published_count BIGINT NOT NULL DEFAULT 0,
     articles_created BIGINT NOT NULL DEFAULT 0,
     title_tokens BIGINT NOT NULL DEFAULT 0,
-    body_tokens BIGINT NOT NULL DEFAULT 0
+    body_tokens BIGINT NOT NULL DEFAULT 0,
+    import_root TEXT
 );
 """ + TEXTS_SQL + """;
 CREATE TABLE articles (
@@ -404,7 +405,8 @@ class PostgresEngine(Engine):
         if found < 4:
             # Schema 4: versions. Each article's text moves to ``texts`` (under the article's
             # pk), and its history starts at its current version, with the event that made it.
-            for statement in TEXTS_SQL.split(";") + [
+            for statement in ["ALTER TABLE knowledge_bases ADD COLUMN import_root TEXT"] + \
+                    TEXTS_SQL.split(";") + [
                     "INSERT INTO texts (pk, kb_pk, bytes, content) SELECT pk, kb_pk, "
                     "octet_length(content), content FROM articles",
                     "SELECT setval(pg_get_serial_sequence('texts', 'pk'), "

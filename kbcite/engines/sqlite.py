@@ -77,7 +77,9 @@ CREATE TABLE knowledge_bases (
     articles_created INTEGER NOT NULL DEFAULT 0,
     -- Token totals of the published articles' titles and bodies: BM25's average lengths.
     title_tokens INTEGER NOT NULL DEFAULT 0,
-    body_tokens INTEGER NOT NULL DEFAULT 0
+    body_tokens INTEGER NOT NULL DEFAULT 0,
+    -- The folder the last import read (as given, made absolute), for --prune's guard.
+    import_root TEXT
 );
 -- Every text an article has had, each stored once: a version that keeps its text (a publish,
 -- an unpublish, a retitle, a revert) points at the text it shares. Its own table, so that
@@ -150,7 +152,8 @@ MIGRATIONS = {
     # Schema 3 to 4: versions. Each article's text moves to ``texts`` (the articles table is
     # rebuilt without it: SQLite's way to drop a column on every version), and its history
     # starts at its current version, with the event that made it.
-    3: ["CREATE TABLE texts (pk INTEGER PRIMARY KEY, kb_pk INTEGER NOT NULL REFERENCES "
+    3: ["ALTER TABLE knowledge_bases ADD COLUMN import_root TEXT",
+        "CREATE TABLE texts (pk INTEGER PRIMARY KEY, kb_pk INTEGER NOT NULL REFERENCES "
         "knowledge_bases(pk), bytes INTEGER NOT NULL, content TEXT NOT NULL)",
         "INSERT INTO texts (pk, kb_pk, bytes, content) SELECT pk, kb_pk, "
         "length(CAST(content AS BLOB)), content FROM articles ORDER BY pk",
@@ -198,6 +201,7 @@ WAIT_SLICE_MS = 50
 # from Python 3.11; older ones are told by the message text instead).
 BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+READONLY_CODE = 8  # SQLITE_READONLY
 
 
 def sqlite_path(address):
@@ -217,6 +221,32 @@ def _uri(path, create):
     return "file:%s?mode=%s" % (quoted, "rwc" if create else "rw")
 
 
+def read_only_reason(path):
+    """Why this process cannot write the SQLite file at ``path`` (a sentence's end), or None
+    (and None for a file that is not there: opening it says so)."""
+    if not os.path.exists(path):
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "the filesystem it is on is mounted read only"
+    except (AttributeError, OSError):
+        pass
+    if not os.access(path, os.W_OK):
+        return "the file is read only (mode %o)" % (os.stat(path).st_mode & 0o777)
+    if not os.access(folder, os.W_OK) and not os.path.exists(path + "-wal"):
+        return "its folder %s is read only, and a write needs a journal beside it" % folder
+    return None
+
+
+def read_only_error(path, reason):
+    """The store_failed for a write to a store this process can only read: not retryable."""
+    return StoreFailed(
+        "the store %s cannot be written: %s. It is open for reading only; nothing was "
+        "written. Make it writable to change it (or work on a writable copy)." % (path, reason),
+        retryable=False, path=path)
+
+
 def fts_literal(term):
     """A term as an FTS5 string: searched for as text, never parsed as query syntax."""
     return '"%s"' % term.replace('"', '""')
@@ -232,10 +262,12 @@ class SQLiteEngine(Engine):
         self.timeout = timeout
         self._interrupted = threading.Event()
         self.memory = self.path == ":memory:" or self.path.startswith("file::memory:")
+        # Why this process cannot write the file (a read-only file, folder or filesystem), or
+        # None: such a store opens for reading, and a write says so plainly.
+        self.read_only = None if self.memory or self.path.startswith("file:") else \
+            read_only_reason(self.path)
         try:
-            self._conn = sqlite3.connect(
-                self.path if self.memory else _uri(self.path, create), uri=not self.memory,
-                isolation_level=None, timeout=timeout, check_same_thread=False)
+            self._conn = self._connect(create)
         except sqlite3.Error as exc:
             if create:
                 folder = os.path.dirname(os.path.abspath(self.path))
@@ -266,6 +298,23 @@ class SQLiteEngine(Engine):
             raise
 
     # -- the file ------------------------------------------------------------------------------
+
+    def _connect(self, create):
+        """The connection: read-write where the file may be written; read only otherwise,
+        and immutable where not even a WAL's shared-memory file can be made beside it."""
+        if self.memory:
+            return sqlite3.connect(self.path, isolation_level=None, timeout=self.timeout,
+                                   check_same_thread=False)
+        uri = _uri(self.path, create)
+        if self.read_only and not create:
+            folder = os.path.dirname(os.path.abspath(self.path))
+            shm = self.path + "-shm"
+            # A read-only folder holds no new -shm file: the file is read as it stands.
+            writable = os.access(folder, os.W_OK) or (os.path.exists(shm)
+                                                      and os.access(shm, os.W_OK))
+            uri = uri.replace("mode=rw", "mode=ro" if writable else "mode=ro&immutable=1")
+        return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=self.timeout,
+                               check_same_thread=False)
 
     def _header(self):
         """``(application_id, user_version, table names)``, read without a lock."""
@@ -408,7 +457,10 @@ class SQLiteEngine(Engine):
         return self._transaction("DEFERRED")
 
     def write(self):
-        """``BEGIN IMMEDIATE``: the file's write lock, held to the commit."""
+        """``BEGIN IMMEDIATE``: the file's write lock, held to the commit. A store this process
+        cannot write refuses at once, saying why."""
+        if self.read_only:
+            raise read_only_error(self.path, self.read_only)
         return self._transaction("IMMEDIATE")
 
     def lock_kb(self, kb_id):
@@ -436,6 +488,9 @@ class SQLiteEngine(Engine):
         if primary in DAMAGE_CODES or (
                 primary is None and ("malformed" in text or "not a database" in text)):
             return damaged_error(text)
+        if primary == READONLY_CODE or (primary is None and "readonly database" in text):
+            return read_only_error(self.path, self.read_only or read_only_reason(self.path)
+                                   or text)
         return failed_error(text)
 
     # -- the full-text index ---------------------------------------------------------------------
@@ -559,6 +614,8 @@ class SQLiteEngine(Engine):
         if check != "ok":
             problems.append("integrity_check: %s" % check)
         for (pk,) in self._conn.execute("SELECT pk FROM knowledge_bases").fetchall():
+            if self.read_only:
+                break  # FTS5's own check writes to run; the audit's other checks still do
             for table in ("fts_%d" % int(pk), "fts_title_%d" % int(pk)):
                 try:
                     self._conn.execute("INSERT INTO {0} ({0}) VALUES ('integrity-check')"

@@ -1,0 +1,140 @@
+"""Export: a knowledge base's articles written back to a folder as Markdown files.
+
+Each article becomes one file: at its source path if an import made it (so an export over the
+imported folder lands on the files it came from), else ``ARTICLE_ID.md``. The file's front
+matter carries the title, the article's ID, its version and its source path (and
+``published: false`` for a draft), which an import reads back: a renamed or moved file keeps
+its article, and a file written from the article's current version may be updated from.
+Every file is written whole or not at all (a temporary file beside it, then a rename).
+
+What an export never does without being told: overwrite a file whose text differs from what
+it would write (``yes``), or, exporting the articles edited since their import (``edited``)
+over the imported folder, overwrite a file that was itself changed since that import: both
+changed, it is a conflict (``force`` overwrites).
+"""
+
+import collections
+import os
+import posixpath
+import tempfile
+
+from . import access, history
+from .errors import InvalidArgument, VersionNotFound, VersionPruned
+from .folder import EXTENSIONS
+from .importer import normalized
+from .markdown import format_document, parse_document
+
+# What an export can do with one article, in the order a summary lists them.
+EXPORT_ACTIONS = ("write", "unchanged", "conflict", "exists")
+
+
+def target_path(row):
+    """Where an article's file goes, relative to the folder: its source, else its ID."""
+    source = row["source"]
+    if source and not posixpath.isabs(source) and ".." not in source.split("/") and \
+            source.lower().endswith(EXTENSIONS):
+        return source
+    return "%s.md" % row["article_id"]
+
+
+def write_atomically(path, text):
+    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, renamed."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=".kb-export-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+def _on_disk(path):
+    """The file's text, or None where there is none (or it is not UTF-8 text)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def plan_export(db, kb, rows, directory, edited, force, yes):
+    """What an export would do with each article: ``write``, ``unchanged``, ``conflict``
+    (edited: the file changed since its import too), or ``exists`` (a different file is
+    there and ``yes`` was not given)."""
+    actions = []
+    for row in rows:
+        path = target_path(row)
+        meta = {"article_id": row["article_id"], "version": row["updated_at"],
+                "source": row["source"], "published": None if row["published"] else False}
+        text = format_document(row["title"], row["content"], meta)
+        full = os.path.join(directory, *path.split("/"))
+        current = _on_disk(full)
+        action = {"article_id": row["article_id"], "path": path, "version": row["updated_at"],
+                  "text": text}
+        if current == text:
+            action["action"] = "unchanged"
+        elif current is None:
+            action["action"] = "write"
+        elif edited:
+            # Over the imported folder: only the store changed, or both did (a conflict).
+            as_imported = _file_is_as_imported(db, kb, row, current)
+            action["action"] = "write" if as_imported or force else "conflict"
+        else:
+            action["action"] = "write" if yes else "exists"
+        actions.append(action)
+    return actions
+
+
+def _file_is_as_imported(db, kb, row, current):
+    """Whether a file still holds what the import read from it (its article's version at
+    ``import_version``): then only the store changed, and the file may be overwritten."""
+    if not row["import_version"]:
+        return False
+    try:
+        version, content = history.find(db, kb, row, row["import_version"], agents=False)
+    except (VersionNotFound, VersionPruned, InvalidArgument):
+        return False
+    try:
+        title, body, _ = parse_document(current, version["title"])
+    except ValueError:
+        return False
+    return (title, normalized(body)) == (version["title"], normalized(content))
+
+
+def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=False,
+                     force=False, yes=False, dry_run=False, progress=None):
+    """Write a knowledge base's published articles (drafts too with ``include_drafts``;
+    only those edited since their import with ``edited``) to ``directory`` as Markdown;
+    returns ``{"actions", "counts", "dry_run"}``. Nothing is written when a file would be
+    overwritten without ``yes``: the refusal names every such file."""
+    db = ctx.db
+    with db.read():
+        kb = access.knowledge_base(db, kb_id)
+        rows = [row for row in db.articles_of(kb["pk"])
+                if (row["published"] or include_drafts)
+                and (not edited or (row["source"] and row["import_version"] != row["updated_at"]))]
+        actions = plan_export(db, kb, rows, directory, edited, force, yes)
+    blocked = [a for a in actions if a["action"] == "exists"]
+    if blocked and not dry_run:
+        raise InvalidArgument(
+            "%d file(s) in %s hold other text than the export would write, so nothing was "
+            "written (yes=True, kb export --yes, overwrites them):\n%s"
+            % (len(blocked), directory, "\n".join("  " + a["path"] for a in blocked)),
+            argument="directory", paths=[a["path"] for a in blocked])
+    writing = [a for a in actions if a["action"] == "write"]
+    if not dry_run:
+        for done, action in enumerate(writing, 1):
+            write_atomically(os.path.join(directory, *action["path"].split("/")),
+                             action["text"])
+            if progress is not None:
+                progress("export", done, len(writing))
+    for action in actions:
+        action.pop("text")
+    counts = collections.Counter(a["action"] for a in actions)
+    return {"knowledge_base_id": kb["kb_id"], "directory": os.path.abspath(directory),
+            "actions": actions, "counts": {name: counts[name] for name in EXPORT_ACTIONS},
+            "dry_run": dry_run}

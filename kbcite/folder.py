@@ -1,0 +1,207 @@
+"""A folder of Markdown files, as an import reads it: which files it holds, read and checked.
+
+What counts: files ending ``.md`` or ``.markdown`` in any case. What is left out: dot-folders
+and dot-files (``.git``, ``.github``, ``.obsidian``, ``.hidden/secret.md``), ``node_modules``,
+and whatever a ``.kbignore`` file names (gitignore patterns; a ``.kbignore`` applies to its
+own folder and everything below it). Links are followed, folders included, with each folder
+read once (a link back into a folder already read is skipped, so no loop), and each file
+imported once, however many links reach it (the first path in sorted order wins).
+
+Every file is read and checked before anything is written, and every problem is collected:
+one run names every bad file, in ``bad``; what was left out on purpose is in ``skipped``.
+"""
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from .errors import InvalidArgument, ToolError
+from .markdown import SourceDocument, parse_document, read_utf8_file
+from .validation import check_new_article
+
+EXTENSIONS = (".md", ".markdown")
+IGNORE_FILE = ".kbignore"
+# Left out wherever they are: a package manager's tree of other people's files.
+IGNORED_NAMES = frozenset({"node_modules"})
+
+
+@dataclass
+class FolderRead:
+    """What a folder held: the documents, the bad files and why, what was left out and why."""
+
+    root: str
+    documents: list = field(default_factory=list)
+    bad: list = field(default_factory=list)  # {"source", "reason"}
+    skipped: list = field(default_factory=list)  # {"source", "reason"}
+
+
+def _pattern(line):
+    """A compiled gitignore pattern: ``(regex, negated, directories only, anchored)``, or None."""
+    line = line.rstrip("\n").rstrip()
+    if not line or line.startswith("#"):
+        return None
+    negated = line.startswith("!")
+    if negated:
+        line = line[1:]
+    if line.startswith("\\"):
+        line = line[1:]
+    directory = line.endswith("/")
+    line = line.rstrip("/")
+    anchored = "/" in line
+    line = line.lstrip("/")
+    regex, i = "", 0
+    while i < len(line):
+        ch = line[i]
+        if line.startswith("**/", i):
+            regex += "(?:.*/)?"
+            i += 3
+            continue
+        if line.startswith("**", i):
+            regex += ".*"
+            i += 2
+            continue
+        if ch == "*":
+            regex += "[^/]*"
+        elif ch == "?":
+            regex += "[^/]"
+        elif ch == "[":
+            end = line.find("]", i + 1)
+            if end < 0:
+                regex += re.escape(ch)
+            else:
+                body = line[i + 1:end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                regex += "[%s]" % body.replace("\\", "\\\\")
+                i = end
+        else:
+            regex += re.escape(ch)
+        i += 1
+    return re.compile(regex + r"\Z"), negated, directory, anchored
+
+
+def read_patterns(path):
+    """The patterns of one ``.kbignore`` file (none if it cannot be read as UTF-8 text)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [p for p in (_pattern(line) for line in fh) if p is not None]
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def ignored(rules, rel, is_dir):
+    """Whether path ``rel`` (``/``-separated, from the root) is ignored by ``rules``, a list of
+    ``(base folder, patterns)``: the last pattern that matches decides, as git's do."""
+    verdict = False
+    name = rel.rsplit("/", 1)[-1]
+    for base, patterns in rules:
+        if base and not rel.startswith(base + "/"):
+            continue
+        inner = rel[len(base) + 1:] if base else rel
+        for regex, negated, directory, anchored in patterns:
+            if directory and not is_dir:
+                continue
+            if regex.match(inner if anchored else name):
+                verdict = not negated
+    return verdict
+
+
+def _walk(root, result):
+    """``(source, path)`` of every Markdown file below ``root`` that an import takes."""
+    found, seen_dirs, seen_files = [], set(), {}
+
+    def visit(folder, rel, rules):
+        real = os.path.realpath(folder)
+        if real in seen_dirs:
+            result.skipped.append({"source": rel + "/", "reason": "a link back into a folder "
+                                   "already read"})
+            return
+        seen_dirs.add(real)
+        try:
+            entries = sorted(os.listdir(folder))
+        except OSError as exc:
+            result.bad.append({"source": (rel or ".") + "/",
+                               "reason": "cannot read the folder: %s" % exc.strerror})
+            return
+        if IGNORE_FILE in entries:
+            rules = rules + [(rel, read_patterns(os.path.join(folder, IGNORE_FILE)))]
+        for name in entries:
+            path = os.path.join(folder, name)
+            child = (rel + "/" + name) if rel else name
+            is_dir = os.path.isdir(path)
+            if name.startswith(".") or name in IGNORED_NAMES:
+                if is_dir or name.lower().endswith(EXTENSIONS):
+                    result.skipped.append({"source": child + ("/" if is_dir else ""),
+                                           "reason": "a dot-file or dot-folder"
+                                           if name.startswith(".") else name})
+                continue
+            if ignored(rules, child, is_dir):
+                if is_dir or name.lower().endswith(EXTENSIONS):
+                    result.skipped.append({"source": child + ("/" if is_dir else ""),
+                                           "reason": "named in %s" % IGNORE_FILE})
+                continue
+            if is_dir:
+                visit(path, child, rules)
+            elif name.lower().endswith(EXTENSIONS):
+                if os.path.islink(path) and not os.path.exists(path):
+                    result.bad.append({"source": child, "reason": "a link to nothing"})
+                    continue
+                real = os.path.realpath(path)
+                if real in seen_files:
+                    result.skipped.append({"source": child, "reason": "the same file as %s"
+                                           % seen_files[real]})
+                    continue
+                seen_files[real] = child
+                found.append((child, path))
+
+    visit(root, "", [])
+    return found
+
+
+def read_folder(directory, progress=None):
+    """Every Markdown file an import takes below ``directory``, read and checked: a
+    ``FolderRead`` naming every bad file (nothing raised for them) and what was left out.
+
+    Raises InvalidArgument only when ``directory`` is not a folder.
+    """
+    if not os.path.isdir(directory):
+        raise InvalidArgument("%s is not a folder" % directory, argument="directory",
+                              path=str(directory))
+    result = FolderRead(os.path.abspath(directory))
+    paths = _walk(directory, result)
+    for done, (source, path) in enumerate(paths, 1):
+        try:
+            text = read_utf8_file(path, source, "directory")
+            stem = os.path.basename(source)
+            stem = stem[:-len(".markdown")] if stem.lower().endswith(".markdown") else stem[:-3]
+            title, content, meta = parse_document(text, stem)
+            check_new_article(title, content, "title", "content")
+        except (ValueError, ToolError) as exc:
+            reason = exc.message if isinstance(exc, ToolError) else str(exc)
+            result.bad.append({"source": source, "reason": reason.replace(source + " ", "", 1)
+                               if reason.startswith(source + " ") else reason})
+        else:
+            result.documents.append(SourceDocument(
+                source, title, content, meta.get("article_id"), meta.get("version"),
+                str(meta.get("published", "true")).lower() not in ("false", "no", "off")))
+        if progress is not None:
+            progress("read", done, len(paths))
+    return result
+
+
+def read_markdown_folder(directory, progress=None):
+    """Every Markdown file below ``directory`` as SourceDocuments, sorted by path; raises
+    InvalidArgument naming every bad file when there is one."""
+    found = read_folder(directory, progress)
+    if found.bad:
+        raise bad_files_error(found)
+    return found.documents
+
+
+def bad_files_error(found):
+    """The invalid_argument naming every bad file of a folder, one a line."""
+    return InvalidArgument(
+        "%d file(s) cannot be imported, so nothing was (skip_bad, kb import --skip-bad, "
+        "imports the others):\n%s" % (len(found.bad), "\n".join(
+            "  %s: %s" % (os.path.join(found.root, *b["source"].split("/")), b["reason"])
+            for b in found.bad)), argument="directory", bad=found.bad)
