@@ -8,9 +8,10 @@ its article, and a file written from the article's current version may be update
 Every file is written whole or not at all (a temporary file beside it, then a rename).
 
 What an export never does without being told: overwrite a file whose text differs from what
-it would write (``yes``), or, exporting the articles edited since their import (``edited``)
-over the imported folder, overwrite a file that was itself changed since that import: both
-changed, it is a conflict (``force`` overwrites).
+it would write (``yes``), unless the file is the article's own earlier export, unchanged since;
+or, exporting the articles edited since their import (``edited``) over the imported folder,
+overwrite a file that was itself changed since that import: both changed, it is a conflict
+(``force`` overwrites).
 """
 
 import collections
@@ -77,7 +78,7 @@ def plan_export(db, kb, rows, directory, edited, force, yes):
                   "text": text}
         if current == text:
             action["action"] = "unchanged"
-        elif current is None:
+        elif current is None or _is_earlier_export(db, kb, row, current):
             action["action"] = "write"
         elif edited:
             # Over the imported folder: only the store changed, or both did (a conflict).
@@ -87,6 +88,23 @@ def plan_export(db, kb, rows, directory, edited, force, yes):
             action["action"] = "write" if yes else "exists"
         actions.append(action)
     return actions
+
+
+def _is_earlier_export(db, kb, row, current):
+    """Whether a file is this article's own earlier export, unchanged since: its front matter
+    names the article and a version of it, and it holds that version's text. Overwriting it
+    loses nothing."""
+    try:
+        title, body, meta = parse_document(current, row["title"])
+    except ValueError:
+        return False
+    if meta.get("article_id") != row["article_id"] or not meta.get("version"):
+        return False
+    try:
+        version, content = history.find(db, kb, row, meta["version"], agents=False)
+    except (VersionNotFound, VersionPruned, InvalidArgument):
+        return False
+    return (title, normalized(body)) == (version["title"], normalized(content))
 
 
 def _file_is_as_imported(db, kb, row, current):

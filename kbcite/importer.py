@@ -172,7 +172,9 @@ def sync_plan(rows, by_id, documents, prune, force):
         # Ours to write: the import wrote this version, or the file was made from it.
         owned = row["import_version"] == row["updated_at"] or doc.version == row["updated_at"]
         same = (row["title"], normalized(row["content"])) == (doc.title, normalized(doc.content))
-        if row["published"] and same:
+        # A file that says it is a draft's (an export's published: false) leaves the
+        # article's visibility as it is; any other file is of a published article.
+        if same and (row["published"] or not doc.published):
             action.setdefault("action", "unchanged")
         elif owned or force:
             action.setdefault("action", "update")
@@ -212,7 +214,8 @@ def sync_apply(ctx, kb, rows, by_id, action):
             articles.write(ctx, kb, row, content=row["content"], title=row["title"],
                            published=False, action="unpublish", actor=IMPORT_ACTOR)
         elif action.get("write"):
-            articles.write(ctx, kb, row, content=doc.content, title=doc.title, published=True,
+            articles.write(ctx, kb, row, content=doc.content, title=doc.title,
+                           published=True if doc.published else bool(row["published"]),
                            action="import", actor=IMPORT_ACTOR)
     # What the import wrote, or found equal to its file: later edits are told apart by it.
     ctx.db.article_mark_imported(pk)

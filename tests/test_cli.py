@@ -98,7 +98,7 @@ def test_init_creates_and_refuses_a_duplicate(db):
     with KBStore(str(db)) as store:
         assert store.knowledge_base_exists(KB) and store.knowledge_base_exists("second")
     assert KB in fails(db, "init", KB)
-    assert [r["kb_id"] for r in as_json(db, "knowledge-bases")] == [KB, "second"]
+    assert [r["knowledge_base_id"] for r in as_json(db, "knowledge-bases")] == [KB, "second"]
     assert "Second KB" in out(db, "kbs")
 
 
@@ -350,15 +350,17 @@ def imported(db):
 
 def test_import_creates_then_updates_only_what_changed(db, docs):
     report = out(db, "import", KB, docs)
-    assert report.splitlines()[-1] == "create 3, update 0, unchanged 0"
+    assert report.splitlines()[-1] == \
+        "3 of 3 file(s) changed an article: create 3, update 0, unchanged 0"
     first = imported(db)
     assert set(first) == {"refunds.md", "shipping.md", "sub/returns.md"}
     assert first["refunds.md"]["title"] == "Refund policy"
-    assert out(db, "import", KB, docs) == "create 0, update 0, unchanged 3\n"
+    assert out(db, "import", KB, docs) == \
+        "0 of 3 file(s) changed an article: create 0, update 0, unchanged 3\n"
     write(docs, "shipping.md", "# Shipping\n\nWe ship within one day.\n")
     write(docs, "faq.md", "# FAQ\n\nAsk us.\n")
     report = out(db, "import", KB, docs).splitlines()
-    assert report[-1] == "create 1, update 1, unchanged 2"
+    assert report[-1] == "2 of 4 file(s) changed an article: create 1, update 1, unchanged 2"
     log = all_events(db, "--after", "3")
     assert [(e["type"], e["article_id"]) for e in log] == [
         ("article.published", imported(db)["faq.md"]["article_id"]),
@@ -471,8 +473,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(db, docs):
     code, stdout, _ = run(db, "import", KB, docs, "--dry-run", "--prune", ok=False)
     assert code == 3
     plan = stdout.splitlines()
-    assert plan[-1].startswith("plan (nothing written): create 1, update 1, unchanged 0, "
-                               "conflict 1, unpublish 1")
+    assert plan[-1].startswith("plan (nothing written): 3 of 3 file(s) would change an "
+                               "article: create 1, update 1, unchanged 0, conflict 1, "
+                               "unpublish 1")
     assert [l.split()[0] for l in plan[:-1]] == ["create", "conflict", "update", "unpublish"]
     assert dump(db) == before
 
@@ -511,8 +514,13 @@ def test_import_reports_progress_on_stderr_for_long_imports(db, tmp_path):
         write(folder, "doc%03d.md" % i, "# Doc %d\n\nBody %d.\n" % (i, i))
     code, stdout, stderr = run(db, "import", KB, folder, ok=False)
     assert code == 0
-    assert "kb: read 150 of 150 files" in stderr and "kb: wrote 150 of 150 files" in stderr
-    assert stdout.splitlines()[-1] == "create 150, update 0, unchanged 0"
+    assert "kb: read 150 of 150 files" in stderr and "kb: applied 150 of 150 changes" in stderr
+    assert stdout.splitlines()[-1] == \
+        "150 of 150 file(s) changed an article: create 150, update 0, unchanged 0"
+    # Nothing to change: no line says anything was written.
+    code, stdout, stderr = run(db, "import", KB, folder, ok=False)
+    assert code == 0 and "applied" not in stderr
+    assert stdout.splitlines()[-1].startswith("0 of 150 file(s) changed an article")
 
 
 # A store as schema 1 made it (before import versions and token statistics): its tables, and

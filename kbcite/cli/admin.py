@@ -3,7 +3,7 @@
 import sys
 
 from .messages import EXIT_ERROR, EXIT_OK, PROG
-from .output import print_json, table
+from .output import emit, print_json
 
 # -- the commands ------------------------------------------------------------------------------
 
@@ -11,7 +11,27 @@ from .output import print_json, table
 def cmd_init(store, args, out):
     """Create the knowledge base KB (and the store, if the file is new)."""
     store.create_knowledge_base(args.kb, args.name)
+    if args.json:
+        return print_json({"knowledge_base_id": args.kb, "name": args.name,
+                           "store": args.db}, out)
     print("created knowledge base %s in %s" % (args.kb, args.db), file=out)
+    return None
+
+
+KB_COLUMNS = [
+    ("knowledge_base_id", "KB", lambda r: r["knowledge_base_id"]),
+    ("published", "PUBLISHED", lambda r: r["published"]),
+    ("articles", "ARTICLES", lambda r: r["articles"]),
+    ("head_sequence", "EVENTS", lambda r: r["head_sequence"]),
+    ("name", "NAME", lambda r: r["name"] or ""),
+]
+TOKEN_COLUMNS = [
+    ("name", "NAME", lambda r: r["name"]),
+    ("writes", "WRITES", lambda r: r["writes"]),
+    ("created_at", "CREATED", lambda r: r["created_at"]),
+    ("revoked_at", "REVOKED", lambda r: r["revoked_at"] or "-"),
+    ("grants", "GRANTS", lambda r: ", ".join(r["grants"])),
+]
 
 
 def cmd_knowledge_bases(store, args, out):
@@ -19,9 +39,7 @@ def cmd_knowledge_bases(store, args, out):
     rows = store.list_knowledge_bases()
     if args.json:
         return print_json(rows, out)
-    print(table(["KB", "PUBLISHED", "ARTICLES", "EVENTS", "NAME"],
-                [[r["kb_id"], r["published"], r["articles"], r["head_sequence"], r["name"] or ""]
-                 for r in rows]), file=out)
+    return emit(rows, KB_COLUMNS, args, out)
 
 
 def cmd_audit(store, args, out):
@@ -60,8 +78,10 @@ def cmd_token(store, args, out):
         rows = store.list_tokens()
         if args.json:
             return print_json(rows, out)
-        print(table(["NAME", "WRITES", "CREATED", "REVOKED", "GRANTS"],
-                    [[r["name"], r["writes"], r["created_at"], r["revoked_at"] or "-",
-                      ", ".join(r["grants"])] for r in rows]), file=out)
+        return emit(rows, TOKEN_COLUMNS, args, out)
     else:
-        print("revoked token %s at %s" % (args.name, store.revoke_token(args.name)), file=out)
+        revoked_at = store.revoke_token(args.name)
+        if args.json:
+            return print_json({"name": args.name, "revoked_at": revoked_at}, out)
+        print("revoked token %s at %s" % (args.name, revoked_at), file=out)
+    return None

@@ -1,5 +1,5 @@
-"""The commands on articles: the people's side (add, save, publish, unpublish, list) and the
-agents' own tools run for a person (search, read, edit, events)."""
+"""The commands on articles: the people's side (add, save, publish, unpublish, delete, list)
+and the agents' own tools run for a person (search, read, edit, events)."""
 
 import json
 import sys
@@ -8,7 +8,7 @@ import uuid
 from ..errors import InvalidArgument, NotFound, VersionConflict
 from ..markdown import read_utf8_file
 from .messages import CommandError, Conflict, person_message
-from .output import one_line, print_json, table
+from .output import emit, one_line, print_json, table
 
 def read_content(args, required):
     """The content of ``--file`` (``-``: standard input), ``--content``, or, where the command
@@ -24,32 +24,78 @@ def read_content(args, required):
         return None
     if not sys.stdin.isatty():  # piped in: ``cat new.md | kb edit ...``
         return sys.stdin.read()
-    raise InvalidArgument("give the content with --file F, --content TEXT, or on "
-                                   "standard input", argument="--content")
+    raise InvalidArgument("give the content with --file F, --content TEXT, or on standard "
+                          "input", argument="--content")
+
+
+def version_result(args, updated_at, out, **extra):
+    """What a command that makes a version prints: the version, or with --json the article
+    and its version under the tools' names."""
+    if args.json:
+        return print_json(dict({"knowledge_base_id": args.kb, "article_id": args.article,
+                                "updated_at": updated_at}, **extra), out)
+    print(updated_at, file=out)
+    return None
 
 
 def cmd_add(store, args, out):
     """Add an article; prints its ID."""
     article_id = store.create_article(args.kb, args.title, read_content(args, True),
                                       published=not args.draft, actor=args.actor)
+    if args.json:
+        article = store.get_article(args.kb, article_id)
+        return print_json({"knowledge_base_id": args.kb, "article_id": article_id,
+                           "title": article["title"], "updated_at": article["updated_at"],
+                           "published": bool(article["published"])}, out)
     print(article_id, file=out)
+    return None
 
 
 def cmd_save(store, args, out):
     """A person's save (last writer wins); prints the new version."""
-    print(store.save_article(args.kb, args.article, content=read_content(args, False),
-                             title=args.title, actor=args.actor, summary=args.summary),
-          file=out)
+    return version_result(args, store.save_article(
+        args.kb, args.article, content=read_content(args, False), title=args.title,
+        actor=args.actor, summary=args.summary), out)
 
 
 def cmd_publish(store, args, out):
     """Publish an article; prints its version."""
-    print(store.publish(args.kb, args.article, actor=args.actor), file=out)
+    return version_result(args, store.publish(args.kb, args.article, actor=args.actor), out,
+                          published=True)
 
 
 def cmd_unpublish(store, args, out):
     """Unpublish an article; prints its version."""
-    print(store.unpublish(args.kb, args.article, actor=args.actor), file=out)
+    return version_result(args, store.unpublish(args.kb, args.article, actor=args.actor), out,
+                          published=False)
+
+
+def cmd_delete(store, args, out):
+    """Delete an article for good (--yes): text and history; a published one's deletion is an
+    event, so its citations come back gone."""
+    article = store.get_article(args.kb, args.article)  # says so if there is none
+    if not args.yes:
+        raise CommandError(
+            "kb delete removes %s (%r, %d version(s)) and its whole history for good; run it "
+            "again with --yes to delete it (kb unpublish only hides it)"
+            % (args.article, article["title"], len(store.history(args.kb, args.article))))
+    event = store.delete_article(args.kb, args.article, actor=args.actor)
+    if args.json:
+        return print_json({"knowledge_base_id": args.kb, "article_id": args.article,
+                           "deleted": True, "event": event}, out)
+    print("deleted %s%s" % (args.article, ", event %d" % event["sequence"] if event
+                            else " (a draft: no event)"), file=out)
+    return None
+
+
+LIST_COLUMNS = [
+    ("article_id", "ARTICLE", lambda r: r["article_id"]),
+    ("published", "STATE", lambda r: "published" if r["published"] else "draft"),
+    ("updated_at", "VERSION", lambda r: r["updated_at"]),
+    ("chars", "CHARS", lambda r: r["chars"]),
+    ("source", "SOURCE", lambda r: r["source"] or "-"),
+    ("title", "TITLE", lambda r: r["title"]),
+]
 
 
 def cmd_list(store, args, out):
@@ -57,9 +103,12 @@ def cmd_list(store, args, out):
     rows = store.list_articles(args.kb)
     if args.json:
         return print_json(rows, out)
-    print(table(["ARTICLE", "STATE", "VERSION", "SOURCE", "TITLE"],
-                [[r["article_id"], "published" if r["published"] else "draft", r["updated_at"],
-                  r["source"] or "-", r["title"]] for r in rows]), file=out)
+
+    def default(rows, out):
+        print(table(["ARTICLE", "STATE", "VERSION", "SOURCE", "TITLE"],
+                    [[c(r) for name, _, c in LIST_COLUMNS if name != "chars"] for r in rows]),
+              file=out)
+    return emit(rows, LIST_COLUMNS, args, out, default)
 
 
 def tool(store, args, name, arguments):
@@ -75,16 +124,27 @@ def cmd_search(store, args, out):
     found = tool(store, args, "search_knowledge_base", arguments)
     if args.json:
         return print_json(found, out)
-    if not found["results"]:
-        print("no published article matches %r" % args.query, file=out)
-        return
-    lines = table(["ARTICLE", "VERSION", "TITLE"],
-                  [[h["article_id"], h["updated_at"], h["title"]] for h in found["results"]]
-                  ).split("\n")
-    print(lines[0], file=out)
-    for line, hit in zip(lines[1:], found["results"]):
-        print(line, file=out)
-        print("    %s" % one_line(hit["snippet"], 100), file=out)
+
+    def default(hits, out):
+        if not hits:
+            print("no published article matches %r" % args.query, file=out)
+            return
+        lines = table(["ARTICLE", "VERSION", "TITLE"],
+                      [[h["article_id"], h["updated_at"], h["title"]] for h in hits]).split("\n")
+        print(lines[0], file=out)
+        for line, hit in zip(lines[1:], hits):
+            print(line, file=out)
+            print("    %s" % one_line(hit["snippet"], 100), file=out)
+    return emit(found["results"], SEARCH_COLUMNS, args, out, default)
+
+
+SEARCH_COLUMNS = [
+    ("article_id", "ARTICLE", lambda h: h["article_id"]),
+    ("updated_at", "VERSION", lambda h: h["updated_at"]),
+    ("title", "TITLE", lambda h: h["title"]),
+    ("snippet", "SNIPPET", lambda h: one_line(h["snippet"], 100)),
+    ("citation", "CITATION", lambda h: json.dumps(h["citation"], ensure_ascii=False)),
+]
 
 
 def cmd_read(store, args, out):
@@ -110,9 +170,13 @@ def cmd_read(store, args, out):
 
 
 def cmd_edit(store, args, out):
-    """The agent's edit: compare-and-swap on --expected-version, exit 3 if it is stale."""
+    """The agent's edit: compare-and-swap on --expected-version, exit 3 if it is stale.
+    ``--title`` alone retitles: the content stays as it is."""
+    content = read_content(args, args.title is None)
+    if content is None:
+        content = store.get_article(args.kb, args.article)["content"]
     arguments = {"knowledge_base_id": args.kb, "article_id": args.article,
-                 "content": read_content(args, True),
+                 "content": content,
                  "expected_version": args.expected_version,
                  "idempotency_key": args.idempotency_key or "kb-cli-%s" % uuid.uuid4()}
     if args.title is not None:
@@ -133,21 +197,37 @@ def cmd_edit(store, args, out):
         file=out)
 
 
+EVENT_COLUMNS = [
+    ("sequence", "SEQ", lambda e: e["sequence"]),
+    ("type", "TYPE", lambda e: e["type"]),
+    ("article_id", "ARTICLE", lambda e: e["article_id"]),
+    ("updated_at", "VERSION", lambda e: e["updated_at"]),
+    ("actor", "ACTOR", lambda e: e["actor"] or "-"),
+]
+
+
 def cmd_events(store, args, out):
     """Print the event log from --after on, every page of it, as the pages arrive, with who
     made each change."""
     after, events, page = args.after, [], None
     line = "%8s  %-19s  %-10s  %-27s  %s"
+    streaming = not args.json and (getattr(args, "format", None) or "table") == "table" \
+        and not getattr(args, "fields", None)
     while page is None or page["has_more"]:
         page = store.events(args.kb, after)
-        if args.json:
-            events += page["events"]
-        else:
+        if streaming:
+            # Page by page as they come: a long log starts printing at once.
             if after == args.after and page["events"]:
                 print(line % ("SEQ", "TYPE", "ARTICLE", "VERSION", "ACTOR"), file=out)
             for event in page["events"]:
                 print(line % (event["sequence"], event["type"], event["article_id"],
                               event["updated_at"], event["actor"] or "-"), file=out)
+        else:
+            events += page["events"]
         after = page["next_after_sequence"]
     if args.json:
-        print_json(dict(page, events=events, next_after_sequence=page["head_sequence"]), out)
+        return print_json(dict(page, events=events, next_after_sequence=page["head_sequence"]),
+                          out)
+    if not streaming:
+        return emit(events, EVENT_COLUMNS, args, out)
+    return None

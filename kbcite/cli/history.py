@@ -6,7 +6,23 @@ import os
 from ..errors import VersionConflict
 from ..versions import parse_version
 from .messages import Conflict, person_message
-from .output import print_json, table
+from .output import emit, print_json, table
+
+HISTORY_COLUMNS = [
+    ("updated_at", "VERSION", lambda r: r["updated_at"] + (" *" if r["current"] else "")),
+    ("action", "ACTION", lambda r: r["action"] + ("" if r["published"] else " (draft)")),
+    ("actor", "ACTOR", lambda r: r["actor"] or "-"),
+    ("event", "EVENT", lambda r: r["event"] or "-"),
+    ("bytes", "BYTES", lambda r: "%d%s" % (r["bytes"], " pruned" if r["pruned"] else "")),
+    ("bytes_change", "CHANGE", lambda r: "%+d" % r["bytes_change"]),
+    ("summary", "SUMMARY", lambda r: r["summary"] or ""),
+    ("title", "TITLE", lambda r: r["title"]),
+    ("sequence", "SEQ", lambda r: r["sequence"] if r["sequence"] is not None else "-"),
+    ("published", "PUBLISHED", lambda r: "yes" if r["published"] else "no"),
+    ("pruned", "PRUNED", lambda r: "yes" if r["pruned"] else "no"),
+    ("current", "CURRENT", lambda r: "yes" if r["current"] else "no"),
+]
+
 
 def cmd_history(store, args, out):
     """An article's versions (or, as ``history prune KB``, prune a knowledge base's)."""
@@ -15,11 +31,11 @@ def cmd_history(store, args, out):
     rows = store.history(args.kb, args.article)
     if args.json:
         return print_json(rows, out)
-    print(table(["VERSION", "ACTION", "ACTOR", "EVENT", "BYTES", "CHANGE", "SUMMARY"], [
-        [r["updated_at"] + (" *" if r["current"] else ""),
-         r["action"] + ("" if r["published"] else " (draft)"), r["actor"] or "-",
-         r["event"] or "-", "%d%s" % (r["bytes"], " pruned" if r["pruned"] else ""),
-         "%+d" % r["bytes_change"], r["summary"] or ""] for r in rows]), file=out)
+
+    def default(rows, out):
+        print(table([heading for _, heading, _ in HISTORY_COLUMNS[:7]],
+                    [[cell(r) for _, _, cell in HISTORY_COLUMNS[:7]] for r in rows]), file=out)
+    return emit(rows, HISTORY_COLUMNS, args, out, default)
 
 
 def history_prune(store, args, out):

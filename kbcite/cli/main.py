@@ -20,15 +20,18 @@ from ..errors import ToolError
 from ..store import KBStore
 from .admin import cmd_audit, cmd_init, cmd_knowledge_bases, cmd_reindex, cmd_token
 from .articles import (
-    cmd_add, cmd_edit, cmd_events, cmd_list, cmd_publish, cmd_read, cmd_save, cmd_search,
-    cmd_unpublish,
+    cmd_add, cmd_delete, cmd_edit, cmd_events, cmd_list, cmd_publish, cmd_read, cmd_save,
+    cmd_search, cmd_unpublish,
 )
-from .folders import cmd_import
+from .completion import script
+from .folders import cmd_export, cmd_import
 from .history import cmd_diff, cmd_history, cmd_revert
 from .messages import (
-    EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, PROG, Conflict, person_message,
+    EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, Conflict,
+    Interrupted, person_message,
 )
-from .parser import parse
+from .output import print_json
+from .parser import build_parser, parse
 
 
 COMMANDS = {
@@ -36,8 +39,9 @@ COMMANDS = {
     "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
     "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
     "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "history": cmd_history,
-    "diff": cmd_diff, "revert": cmd_revert,
+    "diff": cmd_diff, "revert": cmd_revert, "delete": cmd_delete, "export": cmd_export,
     "upgrade": None,  # upgrade opens the store its own way (main)
+    "completion": None,  # completion needs no store
 }
 
 
@@ -46,10 +50,17 @@ def main(argv=None):
     args = parse(argv)
     out = sys.stdout
     try:
-        if args.command == "upgrade":
+        if args.command == "completion":
+            out.write(script(build_parser(), args.shell))
+            status = EXIT_OK
+        elif args.command == "upgrade":
             old, new = KBStore.upgrade(args.db)
-            print("upgraded %s from schema %d to %d" % (args.db, old, new) if old != new
-                  else "%s is already at schema %d" % (args.db, new), file=out)
+            if args.json:
+                print_json({"store": args.db, "from_schema": old, "to_schema": new,
+                            "upgraded": old != new}, out)
+            else:
+                print("upgraded %s from schema %d to %d" % (args.db, old, new) if old != new
+                      else "%s is already at schema %d" % (args.db, new), file=out)
             status = EXIT_OK
         else:
             with KBStore(args.db, create=args.command == "init") as store:
@@ -67,6 +78,9 @@ def main(argv=None):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except Interrupted as exc:
+        print("%s: %s" % (PROG, exc), file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     return status or EXIT_OK

@@ -6,6 +6,8 @@ from ..errors import ToolError
 PROG = "kb"
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_CONFLICT = 0, 1, 2, 3
+# What a shell reports for a process interrupted by Ctrl-C (SIGINT).
+EXIT_INTERRUPTED = 130
 
 # What a shell reports for a process ended by SIGPIPE; we end that way, minus the traceback.
 EXIT_BROKEN_PIPE = 141
@@ -30,6 +32,10 @@ CLI_NAMES = {
 
 class Conflict(Exception):
     """A command that found a newer version than the one it was told; exit status 3."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C, with what it left behind said plainly; exit status 130."""
 
 
 class CommandError(ToolError):
@@ -57,7 +63,9 @@ def person_message(error):
         return ("no published article %s in knowledge base %s (kb list %s shows every article, "
                 "drafts included)" % (details["article_id"], details["knowledge_base_id"],
                                       details["knowledge_base_id"]))
-    if error.code == "not_found":
+    if error.code == "not_found" and "token" in details:
+        return "there is no token named %s (kb token list lists them)" % details["token"]
+    if error.code == "not_found" and "knowledge_base_id" in details:
         return ("there is no knowledge base %s in this store (kb knowledge-bases lists them)"
                 % details["knowledge_base_id"])
     message = error.message

@@ -1,12 +1,19 @@
-"""What the command line prints: tables for a person, JSON as the tools return it, progress."""
+"""What the command line prints: tables for a person, JSON as the tools return it, rows as
+CSV or TSV with a choice of fields, and progress that updates one line on a terminal."""
 
+import csv
+import io
 import json
 import time
 
+from ..errors import InvalidArgument
 from .messages import PROG
 
-# Long imports report progress on stderr at most this often.
+# Piped or redirected, long imports and exports report progress at most this often.
 PROGRESS_EVERY_S = 1.0
+# Below this many files a piped progress report is noise: the summary says it all.
+PROGRESS_MIN_FILES = 100
+FORMATS = ("table", "json", "csv", "tsv")
 
 
 def table(header, rows):
@@ -32,17 +39,85 @@ def print_json(value, out):
     out.write("\n")
 
 
+def chosen_fields(args, fields):
+    """The fields ``--fields`` picks (all by default), in its order; refuses an unknown one."""
+    asked = getattr(args, "fields", None)
+    if not asked:
+        return list(fields)
+    picked = [name.strip() for name in asked.split(",") if name.strip()]
+    unknown = [name for name in picked if name not in fields]
+    if unknown or not picked:
+        raise InvalidArgument("--fields: %s is not a field here; the fields are %s"
+                              % (", ".join(unknown) or "nothing", ", ".join(fields)),
+                              argument="--fields")
+    return picked
+
+
+def _cell(value):
+    """A value as a CSV or TSV cell: JSON for lists and objects, true/false, empty for none."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+def emit(rows, columns, args, out, render_table=None):
+    """Print ``rows`` (dicts) as ``--format`` asks: a table (``columns`` maps each field to
+    its heading and a cell function), JSON records, CSV or TSV, of the ``--fields`` chosen."""
+    fmt = getattr(args, "format", None) or "table"
+    names = chosen_fields(args, [name for name, _, _ in columns])
+    if fmt == "json":
+        return print_json([{name: row.get(name) for name in names} for row in rows], out)
+    if fmt in ("csv", "tsv"):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, delimiter="," if fmt == "csv" else "\t",
+                            lineterminator="\n")
+        writer.writerow(names)
+        for row in rows:
+            writer.writerow([_cell(row.get(name)) for name in names])
+        out.write(buffer.getvalue())
+        return None
+    if render_table is not None and not getattr(args, "fields", None):
+        return render_table(rows, out)
+    by_name = {name: (heading, cell) for name, heading, cell in columns}
+    print(table([by_name[name][0] for name in names],
+                [[by_name[name][1](row) for name in names] for row in rows]), file=out)
+    return None
+
+
 class Progress:
-    """Progress of a long import on stderr: at most one line a second, and the last."""
+    """Progress of a long import or export on stderr: one line that updates in place on a
+    terminal; piped, at most a line a second (and the last), for runs of many files."""
+
+    WORDS = {"read": "read", "write": "applied", "export": "wrote"}
+    NOUNS = {"read": "files", "write": "changes", "export": "files"}
 
     def __init__(self, stream):
         self.stream = stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.last = 0.0
+        self.shown = False
+        self.done = {}
 
     def __call__(self, phase, done, total):
+        self.done[phase] = (done, total)
         now = time.monotonic()
-        if done == total or now - self.last >= PROGRESS_EVERY_S:
-            if total >= 100:
-                print("%s: %s %d of %d files" % (PROG, {"read": "read", "write": "wrote"}[phase],
-                                                 done, total), file=self.stream)
+        line = "%s: %s %d of %d %s" % (PROG, self.WORDS[phase], done, total, self.NOUNS[phase])
+        if self.tty:
+            if done == total or now - self.last >= 0.1:
+                self.stream.write("\r\x1b[K" + line)
+                self.stream.flush()
+                self.shown, self.last = True, now
+        elif total >= PROGRESS_MIN_FILES and (done == total or now - self.last >= PROGRESS_EVERY_S):
+            print(line, file=self.stream)
             self.last = now
+
+    def finish(self):
+        """End the updating line (a terminal's), so what follows starts on a line of its own."""
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False

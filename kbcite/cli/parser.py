@@ -8,6 +8,7 @@ from .. import __version__
 from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
 from ..tokens import WRITE_MODES
 from .messages import PROG
+from .output import FORMATS
 
 def login_name():
     """The person's login name ($USER and its kin, else the account's), or None."""
@@ -56,6 +57,12 @@ def build_parser():
         p.add_argument("--summary", metavar="TEXT",
                        help="why, in a line, for the article's history")
 
+    def listing_args(p, what):
+        p.add_argument("--format", choices=FORMATS, default=None,
+                       help="print %s as a table (default), JSON records, CSV or TSV" % what)
+        p.add_argument("--fields", metavar="F,F",
+                       help="only these fields, in this order (the names --format json shows)")
+
     def content_args(p, what):
         text = p.add_mutually_exclusive_group()
         text.add_argument("--file", metavar="F",
@@ -66,7 +73,8 @@ def build_parser():
     kb_arg(p)
     p.add_argument("--name", help="a display name for the knowledge base")
 
-    command("knowledge-bases", "list the store's knowledge bases", aliases=["kbs"])
+    p = command("knowledge-bases", "list the store's knowledge bases", aliases=["kbs"])
+    listing_args(p, "the knowledge bases")
 
     p = command("add", "add an article (content from --file, --content or standard input)")
     kb_arg(p)
@@ -89,6 +97,13 @@ def build_parser():
 
     p = command("list", "list every article of a knowledge base, drafts included")
     kb_arg(p)
+    listing_args(p, "the articles")
+
+    p = command("delete", "delete an article for good, its text and history (needs --yes; "
+                          "unpublish only hides it)")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--yes", action="store_true", help="delete it: there is no undo")
 
     p = command("search", "search the published articles, as an agent's search does")
     kb_arg(p)
@@ -96,6 +111,7 @@ def build_parser():
     p.add_argument("--limit", type=int, metavar="N",
                    help="most hits (1-%d, default %d)" % (SEARCH_LIMIT_MAX,
                                                           SEARCH_LIMIT_DEFAULT))
+    listing_args(p, "the hits")
 
     p = command("read", "read a published article and its citation, as an agent's read does")
     kb_arg(p)
@@ -124,6 +140,7 @@ def build_parser():
                         "article's current one); drop the texts of older ones")
     p.add_argument("--yes", action="store_true",
                    help="history prune: do it (without --yes it says what it would prune)")
+    listing_args(p, "the versions")
 
     p = command("diff", "a unified diff between two versions of an article")
     kb_arg(p)
@@ -145,15 +162,41 @@ def build_parser():
     kb_arg(p)
     p.add_argument("--after", type=int, default=0, metavar="N",
                    help="only events after sequence N (default 0: all)")
+    listing_args(p, "the events")
 
     p = command("import", "sync a folder of Markdown files into a knowledge base")
     kb_arg(p)
-    p.add_argument("directory", metavar="FOLDER", help="the folder; every *.md below it")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    p.add_argument("directory", metavar="FOLDER",
+                   help="the folder: every *.md and *.markdown below it, but dot-folders, "
+                        "node_modules and what a .kbignore names")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (and every bad file), write nothing")
     p.add_argument("--prune", action="store_true",
                    help="unpublish articles whose file is gone")
     p.add_argument("--force", action="store_true",
                    help="overwrite articles edited since the last import with their files")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="import the good files, and report the bad ones (default: a bad file "
+                        "stops the import, naming every bad one)")
+    p.add_argument("--yes", action="store_true",
+                   help="--prune even from another folder than the last import's, or when "
+                        "it unpublishes more than half of the imported articles")
+    listing_args(p, "the plan")
+
+    p = command("export", "write the articles to a folder as Markdown files, with front "
+                          "matter that import reads back")
+    kb_arg(p)
+    p.add_argument("directory", metavar="FOLDER", help="the folder (made if missing)")
+    p.add_argument("--all", action="store_true", help="drafts too (published: false)")
+    p.add_argument("--edited", action="store_true",
+                   help="only the articles edited since their import, over their files: the "
+                        "way to take an agent's edits back to the imported folder")
+    p.add_argument("--force", action="store_true",
+                   help="--edited: overwrite a file that changed since its import too")
+    p.add_argument("--yes", action="store_true",
+                   help="overwrite files that hold another text")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    listing_args(p, "the plan")
 
     command("audit", "check the stored data for inconsistencies (exit 1 if any)")
 
@@ -173,13 +216,18 @@ def build_parser():
     t.add_argument("--writes", choices=WRITE_MODES, default="ask",
                    help="ask: a person approves each edit (default); allow: edits go through; "
                         "deny: read only")
-    tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
-                      "themselves)", description="List the tokens: name, grants, writes, "
-                      "created, revoked.")
+    t = tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
+                          "themselves)", description="List the tokens: name, grants, writes, "
+                          "created, revoked.")
+    listing_args(t, "the tokens")
     t = tokens.add_parser("revoke", parents=[common], help="revoke a token at once",
                           description="Revoke a token: its next request is refused.")
     t.add_argument("name", metavar="NAME", help="the token's name")
     command("upgrade", "bring a store made by an older version up to this one's schema")
+    p = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
+                       description="Print a completion script: eval \"$(kb completion bash)\" "
+                                   "in ~/.bashrc, or kb completion zsh > ~/.zfunc/_kb.")
+    p.add_argument("shell", choices=("bash", "zsh"), help="the shell")
     return parser
 
 
@@ -190,7 +238,7 @@ def parse(argv):
     args.json = getattr(args, "json", False)
     if getattr(args, "db", None) is None:
         args.db = os.environ.get("KB_DB") or None
-    if not args.db:
+    if not args.db and args.command != "completion":
         parser.error("no store given: pass --db PATH or set KB_DB")
     args.command = {"kbs": "knowledge-bases"}.get(args.command, args.command)
     if getattr(args, "actor", None) is None:

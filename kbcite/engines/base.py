@@ -196,8 +196,8 @@ class Engine:
     def kb_list(self):
         """Every knowledge base with its counts, by ID."""
         return self.rows(
-            "SELECT kb_id, name, published_count AS published, articles_created AS articles, "
-            "head_sequence FROM knowledge_bases ORDER BY kb_id")
+            "SELECT kb_id AS knowledge_base_id, name, published_count AS published, "
+            "articles_created AS articles, head_sequence FROM knowledge_bases ORDER BY kb_id")
 
     def kb_insert(self, kb_id, name):
         """A new knowledge base; returns its pk."""

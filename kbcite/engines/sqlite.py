@@ -67,6 +67,8 @@ CREATE TABLE versions (
     PRIMARY KEY (article_pk, version_us)
 ) WITHOUT ROWID"""
 
+# knowledge_bases.import_root: the folder the last import read (made absolute), for the guard
+# on --prune. (A comment inside that column's line would break SQLite's DROP COLUMN.)
 CORE_SQL = """
 CREATE TABLE knowledge_bases (
     pk INTEGER PRIMARY KEY,
@@ -78,7 +80,6 @@ CREATE TABLE knowledge_bases (
     -- Token totals of the published articles' titles and bodies: BM25's average lengths.
     title_tokens INTEGER NOT NULL DEFAULT 0,
     body_tokens INTEGER NOT NULL DEFAULT 0,
-    -- The folder the last import read (as given, made absolute), for --prune's guard.
     import_root TEXT
 );
 -- Every text an article has had, each stored once: a version that keeps its text (a publish,

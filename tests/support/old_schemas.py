@@ -26,6 +26,7 @@ def as_schema_3(address, engine):
                 db.execute("DROP TABLE articles")
                 db.execute("ALTER TABLE articles_old RENAME TO articles")
                 db.execute("DROP TABLE texts")
+                db.execute("ALTER TABLE knowledge_bases DROP COLUMN import_root")
                 db.execute("PRAGMA user_version = 3")
             else:
                 db.execute("ALTER TABLE articles ADD COLUMN content TEXT")
@@ -35,6 +36,7 @@ def as_schema_3(address, engine):
                 db.execute("DROP TABLE versions")
                 db.execute("ALTER TABLE articles DROP COLUMN text_pk")
                 db.execute("DROP TABLE texts")
+                db.execute("ALTER TABLE knowledge_bases DROP COLUMN import_root")
                 db.execute("UPDATE kb_meta SET value = '3' WHERE key = 'schema_version'")
         if engine == "sqlite":
             db.foreign_keys(True)
