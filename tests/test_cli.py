@@ -1,6 +1,7 @@
 """The admin command line ``kb`` (kbcite/cli.py), run as a real process: every command, its exit
 status, its words for a person, ``--json``, and the Markdown import that honours versions."""
 
+import io
 import json
 import os
 import re
@@ -661,4 +662,169 @@ def test_bad_history_commands_are_one_clear_line_and_write_nothing(db, args, nee
     lines = stderr.strip().splitlines()
     # One line, or a usage error's usage and then its one line.
     assert len(lines) == 1 if code == 1 else lines[-1].startswith("kb")
+    assert dump(db) == before
+
+
+# -- day two: every command's --json, formats, completion, delete, export --------------------
+
+
+def test_every_writing_command_speaks_json_with_the_tools_names(db, tmp_path):
+    other = tmp_path / "other.sqlite3"
+    made = as_json(other, "init", KB, "--name", "Help")
+    assert made == {"knowledge_base_id": KB, "name": "Help", "store": str(other)}
+    added = as_json(db, "add", KB, "--title", "T", "--content", "x")
+    assert added["published"] is True and set(added) >= {"knowledge_base_id", "article_id",
+                                                         "updated_at", "title"}
+    aid = added["article_id"]
+    saved = as_json(db, "save", KB, aid, "--content", "y")
+    assert saved["article_id"] == aid and VERSION_RE.match(saved["updated_at"])
+    assert as_json(db, "unpublish", KB, aid)["published"] is False
+    assert as_json(db, "publish", KB, aid)["published"] is True
+    assert as_json(db, "upgrade")["upgraded"] is False
+    run(db, "token", "create", "bot", "--grant", KB, ok=False)
+    assert as_json(db, "token", "revoke", "bot")["name"] == "bot"
+    listed = as_json(db, "list", KB)
+    assert listed[0]["published"] is True  # a boolean, not 1
+    assert as_json(db, "kbs")[0]["knowledge_base_id"] == KB
+
+
+def test_a_missing_token_is_one_line_not_a_traceback(db):
+    stderr = fails(db, "token", "revoke", "nobody")
+    assert stderr.strip() == "kb: error: there is no token named nobody (kb token list lists them)"
+
+
+def test_formats_and_fields_for_list_like_commands(db):
+    for i in range(3):
+        out(db, "add", KB, "--title", "Title, %d" % i, "--content", "text %d" % i)
+    csv_text = out(db, "list", KB, "--format", "csv", "--fields", "article_id,title,published")
+    assert csv_text.splitlines() == ["article_id,title,published",
+                                     'art-000001,"Title, 0",true', 'art-000002,"Title, 1",true',
+                                     'art-000003,"Title, 2",true']
+    tsv = out(db, "events", KB, "--format", "tsv", "--fields", "sequence,type").splitlines()
+    assert tsv[0] == "sequence\ttype" and tsv[1] == "1\tarticle.published"
+    records = json.loads(out(db, "kbs", "--format", "json"))
+    assert records[0]["knowledge_base_id"] == KB and records[0]["published"] == 3
+    picked = out(db, "search", KB, "title", "--fields", "article_id,title").splitlines()
+    assert picked[0].split() == ["ARTICLE", "TITLE"]
+    history_rows = json.loads(out(db, "history", KB, "art-000001", "--format", "json",
+                                  "--fields", "action,current"))
+    assert history_rows == [{"action": "create", "current": True}]
+    stderr = fails(db, "list", KB, "--fields", "article_id,nonsense")
+    assert "--fields: nonsense is not a field here" in stderr and "article_id" in stderr
+    assert "invalid choice" in fails(db, "list", KB, "--format", "xml", status=2)
+
+
+def test_completion_scripts_are_valid_and_offer_the_commands(tmp_path):
+    bash = out(None, "completion", "bash")
+    assert subprocess.run(["bash", "-n"], input=bash, text=True).returncode == 0
+    assert "complete -o default -F _kb kb" in bash and "export" in bash
+    probe = bash + '\nCOMP_WORDS=(kb ex); COMP_CWORD=1; _kb; echo "${COMPREPLY[@]}"\n' \
+        'COMP_WORDS=(kb import --sk); COMP_CWORD=2; _kb; echo "${COMPREPLY[@]}"\n' \
+        'COMP_WORDS=(kb list --format c); COMP_CWORD=3; _kb; echo "${COMPREPLY[@]}"\n'
+    done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True)
+    assert done.stdout.splitlines() == ["export", "--skip-bad", "csv"], done.stderr
+    zsh = out(None, "completion", "zsh")
+    assert zsh.startswith("#compdef kb") and "bashcompinit" in zsh
+
+
+def test_delete_needs_yes_and_then_is_for_good(db):
+    aid = out(db, "add", KB, "--title", "Gone soon", "--content", "text").strip()
+    before = dump(db)
+    stderr = fails(db, "delete", KB, aid)
+    assert "--yes" in stderr and "for good" in stderr and dump(db) == before
+    assert out(db, "delete", KB, aid, "--yes").startswith("deleted %s, event 2" % aid)
+    assert "no published article %s" % aid in fails(db, "read", KB, aid)
+    assert aid not in out(db, "list", KB)
+    assert out(db, "events", KB).splitlines()[-1].split()[1] == "article.deleted"
+    assert out(db, "audit") == "audit: ok\n"
+
+
+def test_edit_with_a_title_alone_retitles(db):
+    aid = out(db, "add", KB, "--title", "Old", "--content", "Kept text.").strip()
+    version = as_json(db, "read", KB, aid)["updated_at"]
+    as_json(db, "edit", KB, aid, "--expected-version", version, "--title", "New")
+    article = as_json(db, "read", KB, aid)
+    assert (article["title"], article["content"]) == ("New", "Kept text.")
+
+
+def test_import_names_every_bad_file_then_skip_bad_imports_the_rest(db, docs):
+    write(docs, "bad1.md", "")
+    write(docs, "sub/bad2.md", "---\ntitle: x\n")
+    write(docs, ".obsidian/workspace.md", "# Not mine\n\nx\n")
+    before = dump(db)
+    stderr = fails(db, "import", KB, docs, "--dry-run")
+    assert "2 file(s) cannot be imported" in stderr
+    assert str(docs / "bad1.md") in stderr and str(docs / "sub" / "bad2.md") in stderr
+    assert "--skip-bad" in stderr and dump(db) == before
+    report = out(db, "import", KB, docs, "--skip-bad")
+    assert "bad       bad1.md: it has no content; not imported" in report
+    assert "skipped   .obsidian/ (a dot-file or dot-folder)" in report
+    assert report.splitlines()[-1].startswith("3 of 3 file(s) changed an article: create 3")
+
+
+def test_import_guards_a_prune_from_the_wrong_folder(db, docs, tmp_path):
+    out(db, "import", KB, docs)
+    wrong = tmp_path / "wrongfolder"
+    write(wrong, "x.md", "# X\n\nx\n")
+    before = dump(db)
+    stderr = fails(db, "import", KB, wrong, "--prune")
+    assert "last imported from %s" % docs in stderr and "--yes" in stderr
+    assert dump(db) == before
+    plan = out(db, "import", KB, wrong, "--prune", "--dry-run")
+    assert "warning: knowledge base %s was last imported from" % KB in plan
+    assert "unpublish" in out(db, "import", KB, wrong, "--prune", "--yes")
+
+
+def test_export_round_trip_and_the_way_out_of_a_conflict(db, docs, tmp_path):
+    out(db, "import", KB, docs)
+    aid = [r for r in rows(db) if r["source"] == "refunds.md"][0]["article_id"]
+    version = as_json(db, "read", KB, aid)["updated_at"]
+    as_json(db, "edit", KB, aid, "--expected-version", version, "--content",
+            "Refunds take five working days.\n\nTen in December.")
+    code, _, stderr = run(db, "import", KB, docs, ok=False)
+    assert code == 3 and "kb export %s FOLDER --edited" % KB in stderr
+    report = out(db, "export", KB, docs, "--edited")
+    assert report.splitlines()[0] == "write     refunds.md <- %s" % aid
+    assert out(db, "import", KB, docs).splitlines()[-1].startswith("0 of 3 file(s) changed")
+    folder = tmp_path / "export"
+    assert out(db, "export", KB, folder).splitlines()[-1] == "write 3, unchanged 0"
+    text = (folder / "refunds.md").read_text(encoding="utf-8")
+    assert text.startswith('---\ntitle: "Refund policy"\narticle_id: "%s"\n' % aid)
+    write(folder, "shipping.md", "# Changed here\n\nby hand\n")
+    stderr = fails(db, "export", KB, folder)
+    assert "shipping.md" in stderr and "--yes" in stderr
+
+
+def test_progress_updates_one_line_on_a_terminal():
+    from kbcite.cli.output import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    screen = Terminal()
+    progress = Progress(screen)
+    for done in range(1, 6):
+        progress("read", done, 5)
+    progress.finish()
+    text = screen.getvalue()
+    assert "\n" not in text and text.count("\r") >= 2
+    assert "kb: read 5 of 5 files" in text and text.endswith("\r\x1b[K")
+
+
+def test_ctrl_c_during_an_import_says_nothing_was_written(db, docs, monkeypatch, capsys):
+    from kbcite.cli import main
+    from kbcite.store import KBStore as Store
+
+    real = Store.import_directory
+
+    def interrupted(self, *args, **kwargs):
+        def progress(phase, done, total):
+            if phase == "write":
+                raise KeyboardInterrupt
+        kwargs["progress"] = progress
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(Store, "import_directory", interrupted)
+    before = dump(db)
+    assert main(["--db", str(db), "import", KB, str(docs)]) == 130
+    assert "interrupted: nothing was written" in capsys.readouterr().err
     assert dump(db) == before

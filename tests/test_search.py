@@ -428,3 +428,16 @@ def test_an_article_without_a_word_is_no_damage_to_the_audit(store, engine):
                               (kb_pk,))
     assert store.audit() == ["knowledge base %r: 0 indexed, 1 published with words to index"
                              % KB]
+
+
+def test_an_exact_title_can_lose_to_a_longer_title_with_the_words_in_its_body(kb):
+    """docs/search.md's example, as it says: both fields add up."""
+    kb.create_article(KB, "Refund policy enterprise", "Enterprise refunds follow the contract. "
+                      "Refund policy details for enterprise customers.")
+    exact = kb.create_article(KB, "Refund policy", "Refunds take five working days.")
+    kb.create_article(KB, "Shipping", "We ship in two days.")
+    assert [h["title"] for h in search(kb, "Refund policy")["results"]] == [
+        "Refund policy enterprise", "Refund policy"]
+    # With the words in its body too, the exact title comes first.
+    kb.save_article(KB, exact, content="Our refund policy: a refund takes five working days.")
+    assert search(kb, "Refund policy")["results"][0]["title"] == "Refund policy"

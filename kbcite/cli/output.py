@@ -6,8 +6,7 @@ import io
 import json
 import time
 
-from ..errors import InvalidArgument
-from .messages import PROG
+from .messages import PROG, CommandError
 
 # Piped or redirected, long imports and exports report progress at most this often.
 PROGRESS_EVERY_S = 1.0
@@ -47,9 +46,9 @@ def chosen_fields(args, fields):
     picked = [name.strip() for name in asked.split(",") if name.strip()]
     unknown = [name for name in picked if name not in fields]
     if unknown or not picked:
-        raise InvalidArgument("--fields: %s is not a field here; the fields are %s"
-                              % (", ".join(unknown) or "nothing", ", ".join(fields)),
-                              argument="--fields")
+        raise CommandError("--fields: %s is not a field here; the fields are %s"
+                           % (", ".join(unknown) or "nothing", ", ".join(fields)),
+                           argument="--fields")
     return picked
 
 
