@@ -37,10 +37,11 @@ SEED = 20261108
 # One process's timing of saves and edits, run with the root of the code to measure first on
 # its path: the same script for this checkout and for the older commit.
 DRIVER = r"""
-import json, random, sys, tempfile, time, os
+import json, random, shutil, sys, tempfile, time, os
 sys.path.insert(0, sys.argv[1])
 from kb_store import KBStore
-path = os.path.join(tempfile.mkdtemp(prefix="kb-bench-hist-"), "s.db")
+folder = tempfile.mkdtemp(prefix="kb-bench-hist-")
+path = os.path.join(folder, "s.db")
 n, calls = int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(int(sys.argv[4]))
 with KBStore(path, create=True) as store:
@@ -66,6 +67,7 @@ with KBStore(path, create=True) as store:
         started = time.perf_counter()
         store.call_tool("edit_knowledge_article", args, granted={"bench"})
         edits.append(time.perf_counter() - started)
+shutil.rmtree(folder, ignore_errors=True)
 saves.sort(); edits.sort()
 print(json.dumps({"save": saves[len(saves) // 2], "edit": edits[len(edits) // 2]}))
 """
