@@ -5,9 +5,11 @@ its stdio.
 Builds a small store in a temporary folder, starts the server the way an MCP client does, and
 walks through the citation workflow: handshake, search, read (keeping the citation), a
 colleague's save, an edit refused for its stale version, a re-read, the retry (which a scripted
-person approves through elicitation), and a poll showing what changed since the citation.
+person approves through elicitation), a poll showing what changed since the citation, and
+``check_citations`` saying what became of it and what its text lost and gained.
 
     python examples/transcript.py [--full]
+    python examples/transcript.py --write-docs      # put it in docs/server.md, between its markers
 
 ``->`` lines went from the client to the server, ``<-`` lines back. Without ``--full``, the
 text twin of each structuredContent (the same JSON as a string) is shortened to keep the
@@ -15,9 +17,12 @@ transcript readable; everything else is printed exactly as it crossed the pipe.
 """
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,6 +39,11 @@ SERVER = [sys.executable, "-m", "kbcite.server"]
 # A read that takes longer than this means the server hung: stop rather than wait forever.
 TIMEOUT_S = 15.0
 TWIN = "<structuredContent as JSON text>"
+# The transcript's place in the docs: the block between these two lines is the output.
+DOCS = os.path.join(ROOT, "docs", "server.md")
+BEGIN, END = "<!-- transcript: begin -->", "<!-- transcript: end -->"
+# What differs from one run to the next: the versions (time stamps) and the package version.
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 class Session:
@@ -162,19 +172,62 @@ def run(full):
         s.tool("poll_resource_events", resource_type="knowledge_base", resource_id="support",
                after_sequence=cursor)
 
+        s.say("Check the first citation: changed, and what its text lost and gained since.")
+        s.tool("check_citations", knowledge_base_id="support", citations=[cited["citation"]])
+
         s.say("Close stdin: the server exits 0.")
         code = s.close()
         print("# exit code %d" % code)
         return code
 
 
+def normalize(text):
+    """The transcript with its time stamps numbered in order of first use (T1, T2, ...) and the
+    server's version as X.Y.Z: what two runs of it have in common."""
+    seen = {}
+    text = STAMP.sub(lambda m: seen.setdefault(m.group(0), "T%d" % (len(seen) + 1)), text)
+    return re.sub(r'("serverInfo":\{[^}]*"version":")[^"]+"', r'\1X.Y.Z"', text)
+
+
+def docs_block(page):
+    """The transcript in a docs page: the lines between its two markers, without the fence."""
+    start, end = page.index(BEGIN), page.index(END)
+    return page[start + len(BEGIN):end].strip().removeprefix("```text").removesuffix("```")
+
+
+def capture(full=False):
+    """Play the session; returns (the server's exit code, the transcript as text)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run(full)
+    return code, out.getvalue()
+
+
+def write_docs(text, path=DOCS):
+    """Replace the transcript between the markers of ``path`` with ``text``."""
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
+    page = page[:start] + "\n```text\n" + text.strip("\n") + "\n```\n" + page[end:]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page)
+
+
 def main(argv=None):
-    """Print one session."""
+    """Print one session, or write it into docs/server.md."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true",
                         help="print the JSON text twin of every structuredContent too")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="write the transcript into docs/server.md instead of printing it")
     args = parser.parse_args(argv)
-    return run(args.full)
+    if not args.write_docs:
+        return run(args.full)
+    code, text = capture(args.full)
+    if code == 0:
+        write_docs(text)
+        print("wrote the transcript into %s" % os.path.relpath(DOCS), file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

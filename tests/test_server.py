@@ -1,5 +1,6 @@
 """kb-server as a client sees it: a subprocess spoken to in raw JSON-RPC lines."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -534,15 +535,20 @@ def test_stdout_carries_protocol_messages_only(start, db):
         assert stray in stderr
 
 
-def test_the_transcript_example_runs():
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "transcript.py")],
-                          capture_output=True, timeout=60, cwd=str(ROOT))
-    assert done.returncode == 0, done.stderr
-    out = done.stdout.decode("utf-8")
+def test_the_transcript_in_the_docs_is_a_fresh_runs():
+    spec = importlib.util.spec_from_file_location("transcript", ROOT / "examples" / "transcript.py")
+    transcript = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(transcript)
+    code, fresh = transcript.capture()
+    assert code == 0
     for needle in ('"code\\":\\"version_conflict\\"', '"method":"elicitation/create"',
                    '"action":"accept"', '"replayed":false', '"type":"article.updated"',
-                   "# exit code 0"):
-        assert needle in out, needle
+                   '"status":"changed"', "# exit code 0"):
+        assert needle in fresh, needle
+    shown = transcript.docs_block((ROOT / "docs" / "server.md").read_text(encoding="utf-8"))
+    assert transcript.normalize(shown).strip() == transcript.normalize(fresh).strip(), (
+        "docs/server.md's transcript is not what the server says now: "
+        "run python examples/transcript.py --write-docs")
 
 
 def test_exit_on_eof(start, db):
