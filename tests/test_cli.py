@@ -15,6 +15,7 @@ import kbcite
 from kbcite import KBStore, cli
 from kbcite.folder import read_markdown_folder
 from support.commands import ROOT, child_env, module_argv
+from support.files import write
 from kbcite.testing import dump_file as dump
 
 # The command line as ``kb`` runs it: ``python -m kbcite`` from this checkout.
@@ -63,13 +64,6 @@ def rows(db):
 
 def all_events(db, *extra):
     return as_json(db, "events", KB, *extra)["events"]
-
-
-def write(directory, name, text, encoding="utf-8"):
-    path = directory / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
-    return path
 
 
 @pytest.fixture

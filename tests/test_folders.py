@@ -15,16 +15,10 @@ from kbcite import KBStore
 from kbcite.folder import read_folder
 from kbcite.markdown import format_document, parse_document
 from support.commands import ROOT
+from support.files import write
 
 KB = "kb-docs"
 GRANTED = frozenset({KB})
-
-
-def write(folder, name, text):
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
