@@ -4,7 +4,8 @@ What the database's own check reports; for each knowledge base, a gapless event 
 published article's last event naming its version (a draft's, none but an unpublish), the
 published count, and the search statistics and both indexes matching the published articles.
 The history: each article's last version is the article as it stands, every text a version
-or an article names exists, and each version's event is the one the log holds for it.
+or an article names exists, each version's event is the one the log holds for it, and each
+event since the article's history began has its version.
 Each finding is one line naming the knowledge base; none means consistent.
 """
 
@@ -38,6 +39,17 @@ def audit_history(db, kb):
                     version["event"], version["updated_at"]):
                 problems.append("knowledge base %r: version %s says event %d, the log holds %s"
                                 % (name, version["updated_at"], version["sequence"], event))
+    # Every event after an article's history began has its version: a change and its version
+    # commit together or not at all. (An upgraded store's history begins at the upgrade.)
+    first, logged = {}, {v["sequence"] for v in versions if v["sequence"] is not None}
+    for version in versions:
+        first.setdefault(version["article_pk"], version["updated_at"])
+    began = {a["article_id"]: first.get(a["pk"]) for a in articles}
+    for sequence, event in sorted(events.items()):
+        start = began.get(event["article_id"])
+        if start is not None and event["updated_at"] > start and sequence not in logged:
+            problems.append("knowledge base %r: event %d (%s of %r) has no version in the "
+                            "history" % (name, sequence, event["type"], event["article_id"]))
     for article in articles:
         version = last.get(article["pk"])
         if article["text_pk"] not in texts:

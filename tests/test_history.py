@@ -96,6 +96,19 @@ def test_every_kind_of_change_appends_a_version_with_its_event_and_actor(kb, clo
     assert kb.audit() == []
 
 
+def test_the_audit_finds_an_event_whose_version_is_missing(kb):
+    aid = kb.create_article(KB, "Audited", "v1")
+    kb.save_article(KB, aid, content="v2")
+    kb.save_article(KB, aid, content="v3")
+    assert kb.audit() == []
+    middle = kb.history(KB, aid)[1]
+    with kb._db.write():
+        kb._db.execute("DELETE FROM versions WHERE sequence = ? AND kb_pk = (SELECT pk FROM "
+                       "knowledge_bases WHERE kb_id = ?)", (middle["sequence"], KB))
+    assert kb.audit() == ["knowledge base %r: event %d (article.updated of %r) has no version "
+                          "in the history" % (KB, middle["sequence"], aid)]
+
+
 def test_a_version_that_keeps_its_text_shares_it(kb):
     aid = kb.create_article(KB, "Same", "A text of some length.")
     kb.unpublish(KB, aid)
