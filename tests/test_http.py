@@ -176,6 +176,24 @@ def test_modern_errors_have_their_http_statuses(served, server):
     assert status == 400 and json.loads(text)["error"]["code"] == -32602
 
 
+def test_an_initialize_carrying_modern_meta_gets_404_and_no_session(served, server):
+    """2026-07-28/basic/versioning.mdx: a request with modern _meta is served statelessly;
+    streamable-http.mdx ("Protocol Version Header"): a method not served is 404, -32601."""
+    s = server()
+    client = Http(s, served.allow)
+    params = {"protocolVersion": "2025-11-25", "capabilities": {},
+              "clientInfo": {"name": "t", "version": "1"}}
+    params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                       "io.modelcontextprotocol/clientCapabilities": {}}
+    status, headers, text = client.post({"jsonrpc": "2.0", "id": 3, "method": "initialize",
+                                         "params": params},
+                                        {"MCP-Protocol-Version": MODERN,
+                                         "Mcp-Method": "initialize"})
+    assert status == 404 and json.loads(text)["error"]["code"] == -32601, text
+    assert "Mcp-Session-Id" not in headers
+    assert client.modern("tools/list")[0] == 200  # and the server lives on
+
+
 def test_an_approval_over_http_is_stateless(served, server):
     """mrtr.mdx over HTTP: the input_required round trip, each POST on its own."""
     s = server()

@@ -99,6 +99,19 @@ def test_each_request_is_judged_by_its_own_meta(start, db):
     assert call(client, "tools/list")["result"]["resultType"] == "complete"
 
 
+def test_an_initialize_carrying_modern_meta_is_served_statelessly(start, db):
+    """versioning.mdx ("Backward Compatibility with Initialization-Based Versions"): "a
+    request carrying modern per-request _meta is served statelessly", and 2026-07-28 has no
+    initialize: -32601, as for ping. No handshake is made by it."""
+    client = start(db.path)
+    refused = call(client, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                          "clientInfo": {"name": "t", "version": "1"}})
+    assert refused["error"]["code"] == -32601, refused
+    assert client.call("tools/list", {})["error"]["code"] == -32602  # still no session
+    client.initialize()
+    assert "tools" in client.call("tools/list")["result"]
+
+
 def test_tool_results_carry_result_type_and_match_their_output_schemas(start, db):
     """basic/index.mdx ("ResultType"); server/tools.mdx ("Calling Tools")."""
     client = start(db.path, writes="allow")

@@ -413,7 +413,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
         method, params = message["method"], message.get("params")
         session = None
         headers = {}
-        if method == "initialize":
+        if method == "initialize" and protocol.modern_meta(params) is None:
             session = transport.new_session(principal)
             headers["Mcp-Session-Id"] = session.id
         elif self.headers.get("Mcp-Session-Id") is not None and \
@@ -443,7 +443,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
                 session.end(call)
         if response is None:  # cancelled: no response for it
             return stream.end()
-        if method == "initialize" and "error" in response:
+        if session is not None and method == "initialize" and "error" in response:
             transport.end_session(session)
             headers.pop("Mcp-Session-Id", None)
         status = 200

@@ -112,11 +112,16 @@ class Protocol:
 
     def era_of(self, method, params, session):
         """``"modern"``, ``"legacy"``, or raise: how to serve this request (versioning.mdx,
-        "Backward Compatibility with Initialization-Based Versions")."""
-        if method == "initialize":
-            return "legacy"
+        "Backward Compatibility with Initialization-Based Versions").
+
+        The request's own ``_meta`` decides first: "a request carrying modern per-request
+        ``_meta`` is served statelessly", an ``initialize`` included, which 2026-07-28 does not
+        serve (-32601, as for ``ping``).
+        """
         if self.modern_meta(params) is not None:
             return "modern"
+        if method == "initialize":
+            return "legacy"
         if session is not None and session.protocol_version is not None:
             return "legacy"
         if method == "ping":
