@@ -15,7 +15,7 @@ from kbcite.server.approval import ApprovalSigner
 from kbcite.server.protocol import SUPPORTED_VERSIONS
 from kbcite.tools import TOOLS
 from support.stdio_client import (
-    EDIT, check_schema, edit_args, error_of, store_head, store_read, structured,
+    EDIT, check_schema, edit_args, error_of, make_db, store_head, store_read, structured,
 )
 
 MODERN = "2026-07-28"
@@ -291,6 +291,92 @@ def test_pings_and_other_requests_are_answered_while_a_call_waits_on_the_databas
         release()
         done = client.recv(timeout=60)
         assert done["id"] == waiting and structured(done["result"])["replayed"] is False
+
+
+def answers_to(client, ids, timeout=60):
+    """The responses to the requests ``ids``, by ID, however they come."""
+    found = {}
+    while len(found) < len(ids):
+        message = client.recv(timeout=timeout)
+        found[message["id"]] = message
+    return found
+
+
+def test_reads_are_answered_while_more_edits_wait_than_the_server_has_threads(
+        start, db, hold_write_lock):
+    """Edits waiting for a lock hold edit connections and edit threads, never a read's: twelve
+    of them (more than the eight threads calls had), and a read is still answered at once."""
+    with hold_write_lock(db.path) as release:
+        client = start(db.path, grants=("support", "internal"), writes="allow")
+        client.initialize()
+        version = store_read(db, db.password)["updated_at"]
+        waiting = [client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+            db, db.password, version, "Waits %d." % i, "w%d" % i)}) for i in range(12)]
+        time.sleep(0.5)
+        for kb_id, article_id in (("support", db.billing), ("internal", "art-000001")):
+            started = time.monotonic()
+            read = client.call("tools/call", {"name": "read_knowledge_article", "arguments": {
+                "knowledge_base_id": kb_id, "article_id": article_id}})
+            assert structured(read["result"])["article_id"] == article_id
+            assert time.monotonic() - started < 2
+        release()
+        done = answers_to(client, waiting)
+    written = [i for i in waiting if not done[i]["result"].get("isError")]
+    assert len(written) == 1  # one version, one winner; the rest are conflicts
+    assert {error_of(done[i]["result"])["code"] for i in waiting if i not in written} == {
+        "version_conflict"}
+
+
+def test_edits_beyond_a_knowledge_bases_queue_are_busy_at_once(start, db, hold_write_lock):
+    """--queued-edits 2: one edit has the knowledge base's turn, two wait, and the next hears
+    store_busy (retryable) at once instead of after the store's thirty-second wait."""
+    with hold_write_lock(db.path) as release:
+        client = start(db.path, writes="allow", extra=["--queued-edits", "2"])
+        client.initialize()
+        version = store_read(db, db.password)["updated_at"]
+        waiting = [client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+            db, db.password, version, "Queued %d." % i, "q%d" % i)}) for i in range(3)]
+        time.sleep(0.5)
+        started = time.monotonic()
+        busy = client.call("tools/call", {"name": EDIT, "arguments": edit_args(
+            db, db.password, version, "One too many.", "q-extra")})
+        assert time.monotonic() - started < 2
+        error = error_of(busy["result"])
+        assert error["code"] == "store_busy" and error["details"]["retryable"] is True
+        assert "Nothing was written" in error["message"]
+        release()
+        answers_to(client, waiting)
+    assert "One too many." not in store_read(db, db.password)["content"]
+
+
+@pytest.mark.slow
+def test_on_postgresql_a_locked_knowledge_base_delays_no_other(start, pg_url):
+    """Row locks are per knowledge base on PostgreSQL: while another session holds support's,
+    edits to support wait (at most one of them on a connection), and edits and reads of
+    internal are answered at once."""
+    import psycopg
+
+    db = make_db(pg_url)
+    client = start(db.path, grants=("support", "internal"), writes="allow")
+    client.initialize()
+    version = store_read(db, db.password)["updated_at"]
+    with psycopg.connect(pg_url) as holder:
+        holder.execute("SELECT pk FROM knowledge_bases WHERE kb_id = 'support' FOR UPDATE")
+        waiting = [client.request("tools/call", {"name": EDIT, "arguments": edit_args(
+            db, db.password, version, "Waits %d." % i, "p%d" % i)}) for i in range(12)]
+        time.sleep(0.5)
+        started = time.monotonic()
+        read = client.call("tools/call", {"name": "read_knowledge_article", "arguments": {
+            "knowledge_base_id": "internal", "article_id": "art-000001"}})
+        other = structured(read["result"])
+        edited = client.call("tools/call", {"name": EDIT, "arguments": {
+            "knowledge_base_id": "internal", "article_id": "art-000001",
+            "content": "Moved to the vault.", "expected_version": other["updated_at"],
+            "idempotency_key": "other"}})
+        assert structured(edited["result"])["replayed"] is False
+        assert time.monotonic() - started < 3
+        holder.rollback()
+    answers_to(client, waiting)
 
 
 def test_a_request_id_in_flight_is_not_reused(start, db):

@@ -316,5 +316,5 @@ class Approvals:
 
     def _preview(self, arguments, ctx):
         """What the edit would do, checked (arguments, version, replay); nothing written."""
-        with self.pool.borrow() as store:
+        with self.pool.reading(ctx.call.cancelled) as store:
             return store.preview_edit(arguments, granted=ctx.principal.grants)

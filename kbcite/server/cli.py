@@ -21,7 +21,7 @@ from ..tokens import WRITE_MODES
 from .approval import APPROVAL_TTL_S, ApprovalSigner
 from .http import (IDLE_TIMEOUT_S, MAX_BODY, MAX_CONNECTIONS, MCP_PATH, REQUEST_TIMEOUT_S,
                    HttpTransport)
-from .pool import StorePool
+from .pool import QUEUED_EDITS, StorePool
 from .protocol import SERVER_NAME, Principal, Protocol
 from .stdio import WORKERS, StdioTransport
 
@@ -69,6 +69,9 @@ def build_parser():
     parser.add_argument("--workers", type=int, default=WORKERS, metavar="N",
                         help="requests run at once, each on its own store connection "
                              "(default %d)" % WORKERS)
+    parser.add_argument("--queued-edits", type=int, default=QUEUED_EDITS, metavar="N",
+                        help="edits of one knowledge base that may wait for their turn; one "
+                             "more gets store_busy at once (default %d)" % QUEUED_EDITS)
     parser.add_argument("--signing-secret-file", metavar="FILE",
                         help="the secret that signs 2026-07-28 approval handles (default: "
                              "$KB_SIGNING_SECRET, else a random one for this process); servers "
@@ -89,6 +92,8 @@ def check_args(parser, args):
     if not args.actor.strip() or len(args.actor) > ACTOR_MAX:
         parser.error("argument --actor: a name of 1 to %d characters, got %r"
                      % (ACTOR_MAX, args.actor[:ACTOR_MAX + 1]))
+    if args.queued_edits < 0:
+        parser.error("argument --queued-edits: must be 0 or more")
     for name in ("max_body", "max_connections", "workers", "approval_ttl"):
         if getattr(args, name) < 1:
             parser.error("argument --%s: must be at least 1" % name.replace("_", "-"))
@@ -180,7 +185,8 @@ def main(argv=None):
                         format="kb_server: %(levelname)s: %(message)s")
     open_store(args).close()
     signer = ApprovalSigner(signing_secret(parser, args), args.approval_ttl)
-    pool = StorePool(args.db, args.workers)
+    pool = StorePool(args.db, readers=args.workers, writers=max(1, args.workers // 2),
+                     queued_edits=args.queued_edits)
     protocol = Protocol(pool, signer)
     try:
         if args.http:

@@ -107,7 +107,7 @@ class HttpTransport:
         self.protocol = protocol
         # Token checks have connections of their own: a request is authenticated even while
         # every tool connection waits (on a lock, say), and reads never wait for writers.
-        self.auth_pool = StorePool(address, 2)
+        self.auth_pool = StorePool(address, readers=2, writers=1)
         self.max_body = max_body
         self.request_timeout = request_timeout
         self.idle_timeout = idle_timeout
@@ -157,7 +157,7 @@ class HttpTransport:
             raise HttpRejected(401, refusal("Unauthorized: send Authorization: Bearer TOKEN (kb "
                                             "token create makes one)"),
                                {"WWW-Authenticate": challenge})
-        with self.auth_pool.borrow() as store:
+        with self.auth_pool.reading() as store:
             found = store.token_principal(token.strip())
         if found is None:
             raise HttpRejected(401, refusal("Unauthorized: the token is not valid (unknown or "

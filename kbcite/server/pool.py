@@ -1,34 +1,61 @@
-"""A bounded pool of store connections: each request borrows one for its store calls.
+"""Bounded pools of store connections: reads and edits on connections of their own, and the
+edits of one knowledge base taking turns.
 
-One slow request (a lock wait, say) holds only its own connection; the bound is how many
-store calls run at once.
+A call borrows a connection for its store work. Reads (searches, reads, polls, an edit's
+preview) and edits come from separate pools, so edits waiting for a lock never hold the
+connections reads need. Inside a process the edits of one knowledge base take turns before
+borrowing (a locked knowledge base ties up one edit connection, not all of them), and at most
+``queued_edits`` wait for their turn: one more is ``store_busy`` at once, retryable, rather
+than a wait that ends the same way many seconds later.
 """
 
 import contextlib
 import queue
 import threading
+import time
 
+from ..errors import StoreBusy
+from ..limits import BUSY_TIMEOUT_S
 from ..store import KBStore
+from .session import Cancelled
+
+# Connections per process: reads at once, and edits at once (an edit holds its connection
+# while it waits for a lock; reads never wait for one).
+READERS = 8
+WRITERS = 4
+
+# Edits of one knowledge base waiting for their turn in one process. Enough for a team's
+# agents editing at once (16 clients measured in bench/http_load.py never reached it); a
+# knowledge base whose lock is held elsewhere fills it, and the next edit hears store_busy.
+QUEUED_EDITS = 16
+
+# A wait for a turn or a connection looks at its call's cancellation this often.
+WAIT_SLICE_S = 0.05
+
+# The turn of edits naming a knowledge base the caller was not granted: the store answers
+# them not_found, and they share one turn so that none of them waits in a real knowledge
+# base's queue (whose fullness would tell that it exists).
+UNGRANTED = ""
 
 
-class StorePool:
-    """A bounded set of store connections; each request borrows one for its store calls."""
+class _Lane:
+    """Up to ``size`` connections, made on first need and kept; the most recent is lent first."""
 
-    def __init__(self, address, size):
+    def __init__(self, address, size, timeout):
         self.address = address
-        # Connections are made on first need and kept; the most recently used is lent first.
+        self.timeout = timeout
         self._idle = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(size)
 
     @contextlib.contextmanager
-    def borrow(self):
+    def borrow(self, cancelled=None):
         """A store for the caller alone until the block ends."""
-        self._slots.acquire()
+        _wait(self._slots, cancelled)
         try:
             try:
                 store = self._idle.get_nowait()
             except queue.Empty:
-                store = KBStore(self.address)
+                store = KBStore(self.address, timeout=self.timeout)
             try:
                 yield store
             finally:
@@ -43,3 +70,91 @@ class StorePool:
                 self._idle.get_nowait().close()
             except queue.Empty:
                 return
+
+
+class _Turn:
+    """One knowledge base's edits in this process: who holds the turn, how many wait."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.count = 0
+
+
+def _wait(lock, cancelled):
+    """Acquire ``lock`` (a Lock or a semaphore), giving up if ``cancelled`` is set."""
+    if cancelled is None:
+        lock.acquire()
+        return
+    while not lock.acquire(timeout=WAIT_SLICE_S):
+        if cancelled.is_set():
+            raise Cancelled()
+
+
+class StorePool:
+    """Store connections for reads and for edits, and the per-knowledge-base turns of edits."""
+
+    def __init__(self, address, readers=READERS, writers=WRITERS, queued_edits=QUEUED_EDITS,
+                 timeout=BUSY_TIMEOUT_S):
+        self.address = address
+        self.timeout = timeout
+        self.queued_edits = queued_edits
+        # Edits one knowledge base can have in flight in a process before store_busy.
+        self.edit_slots = writers + queued_edits
+        self._reads = _Lane(address, readers, timeout)
+        self._writes = _Lane(address, writers, timeout)
+        self._turns = {}
+        self._turns_lock = threading.Lock()
+
+    def reading(self, cancelled=None):
+        """A store for reads: a search, a read, a poll, an edit's preview."""
+        return self._reads.borrow(cancelled)
+
+    @contextlib.contextmanager
+    def writing(self, kb_id, granted, cancelled=None):
+        """A store for one edit of ``kb_id``, once its knowledge base's turn has come;
+        StoreBusy at once when too many of its edits already wait."""
+        key = kb_id if isinstance(kb_id, str) and kb_id in granted else UNGRANTED
+        with self._turns_lock:
+            turn = self._turns.get(key)
+            if turn is None:
+                turn = self._turns[key] = _Turn()
+            if turn.count > self.queued_edits:  # one has the turn, queued_edits wait
+                raise self._busy(kb_id, turn.count - 1)
+            turn.count += 1
+        try:
+            started = time.monotonic()
+            while not turn.lock.acquire(timeout=WAIT_SLICE_S):
+                if cancelled is not None and cancelled.is_set():
+                    raise Cancelled()
+                if time.monotonic() - started > self.timeout:
+                    raise self._busy(kb_id, None)
+            try:
+                with self._writes.borrow(cancelled) as store:
+                    yield store
+            finally:
+                turn.lock.release()
+        finally:
+            with self._turns_lock:
+                turn.count -= 1
+                if turn.count == 0:
+                    del self._turns[key]
+
+    def _busy(self, kb_id, waiting):
+        """store_busy for an edit that found its knowledge base's queue full (or waited past
+        the store's timeout for its turn); the same words for a granted knowledge base and
+        for one that is not, so the refusal tells nothing of which it is."""
+        why = ("%d edits of it are already waiting on this server" % waiting
+               if waiting is not None else "its earlier edits held it past the wait")
+        return StoreBusy(
+            "knowledge base %s is busy: %s. Nothing was written; retry the same call shortly "
+            "(an edit resent with the same idempotency_key is applied at most once)."
+            % (_shown(kb_id), why), retryable=True)
+
+    def close(self):
+        """Close every idle connection."""
+        self._reads.close()
+        self._writes.close()
+
+
+def _shown(kb_id):
+    return repr(kb_id) if isinstance(kb_id, str) else "(no valid ID)"

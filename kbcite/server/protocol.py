@@ -259,9 +259,16 @@ class Protocol:
             return tool_error(err)
 
     def _run(self, name, arguments, ctx):
-        """The tool's structured result, on a borrowed store the client's cancel can stop."""
+        """The tool's structured result, on a borrowed store the client's cancel can stop: an
+        edit's from the edit connections, in its knowledge base's turn; any other's from the
+        read connections, which no waiting edit holds."""
         call = ctx.call
-        with self.pool.borrow() as store:
+        if name == EDIT_TOOL:
+            borrowed = self.pool.writing(arguments.get("knowledge_base_id"),
+                                         ctx.principal.grants, call.cancelled)
+        else:
+            borrowed = self.pool.reading(call.cancelled)
+        with borrowed as store:
             store.clear_interrupt()
             call.interrupt = store.interrupt
             try:

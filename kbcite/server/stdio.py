@@ -10,7 +10,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from .jsonrpc import PARSE_ERROR, RpcError, classify, encode, error_response, id_if_any
-from .protocol import Context, answer
+from .protocol import EDIT_TOOL, Context, answer
 from .session import Cancelled, Session
 
 # Tool calls at once (--workers): a worker thread each on stdio, and a store connection each
@@ -27,7 +27,11 @@ class StdioTransport:
         self.protocol = protocol
         self.session = Session(principal)
         self.out = out
-        self.workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kb-call")
+        # Edits run on threads of their own: one waiting for a lock (or a person) never holds
+        # a thread a read needs, as it holds none of the read connections.
+        self.reads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kb-read")
+        self.edits = ThreadPoolExecutor(max_workers=protocol.pool.edit_slots,
+                                        thread_name_prefix="kb-edit")
         self._write_lock = threading.Lock()
         self._closed = False
 
@@ -58,7 +62,8 @@ class StdioTransport:
                      len(asks))
         for ask in asks:
             ask.answered.set()
-        self.workers.shutdown(wait=True)
+        self.reads.shutdown(wait=True)
+        self.edits.shutdown(wait=True)
         return 0
 
     def handle_line(self, raw):
@@ -91,7 +96,9 @@ class StdioTransport:
         ctx = Context(principal=session.principal, call=call, session=session,
                       ask=lambda params: self._ask(call, params))
         if message["method"] == "tools/call":
-            self.workers.submit(self._work, message, ctx)
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            (self.edits if name == EDIT_TOOL else self.reads).submit(self._work, message, ctx)
         else:
             # Everything else touches no store and never waits: answered at once, in order,
             # whatever the workers are waiting for.

@@ -91,13 +91,14 @@ def check_schema(value, schema, path="$"):
 class Client:
     """A raw JSON-RPC client driving one ``python -m kbcite.server`` subprocess."""
 
-    def __init__(self, db, grants=("support",), writes=None, argv=None):
+    def __init__(self, db, grants=("support",), writes=None, argv=None, extra=()):
         if argv is None:
             argv = SERVER + ["--db", str(db)]
             for kb_id in grants:
                 argv += ["--grant", kb_id]
             if writes:
                 argv += ["--writes", writes]
+            argv += list(extra)
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([sys.executable] + argv, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._stderr, cwd=str(ROOT),
