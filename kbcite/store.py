@@ -11,7 +11,9 @@ module that owns it:
   checked in ``kbcite.citations``), every failure turned into a ``ToolError``;
 - the people's side: knowledge bases and articles (``kbcite.articles``), their history
   (``kbcite.history``), the Markdown import (``kbcite.importer``), bearer tokens
-  (``kbcite.tokens``), the audit (``kbcite.audit``).
+  (``kbcite.tokens``), the audit (``kbcite.audit``);
+- the HTTP server's handshake sessions, which every server process on the store shares
+  (``kbcite.sessions``).
 
 Who made a change is recorded with its version: ``actor`` on every write (a token's name, a
 stdio server's ``--actor``, a person's login; ``import`` for the import).
@@ -25,7 +27,7 @@ from datetime import datetime, timezone
 
 from . import (
     access, articles, audit, citations, edits, events, exporter, history, importer, reads,
-    tokens,
+    sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -324,9 +326,48 @@ class KBStore:
         return tokens.list_all(self._db)
 
     def revoke_token(self, name):
-        """Revoke a token: its next request is refused. Returns the revocation time."""
+        """Revoke a token: its next request is refused and its sessions end. Returns the
+        revocation time."""
         return tokens.revoke(self._ctx, name)
 
     def token_principal(self, token):
         """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
         return tokens.principal(self._db, token)
+
+    # -- handshake sessions (the HTTP server's, shared by every process on the store) ------------
+
+    def session_open(self, session_id, token_name, protocol_version, capabilities, *, idle_s,
+                     per_token):
+        """Record the session an initialize made, ending idle ones and the token's oldest
+        beyond ``per_token``; returns ``(the token's sessions ended, how many idle ended)``."""
+        return sessions.open_session(self._ctx, session_id, token_name, protocol_version,
+                                     capabilities, int(idle_s * 1000000), per_token)
+
+    def session_find(self, session_id, token_name, *, idle_s):
+        """The live session with this ID opened by this token, as a dict, or None."""
+        return sessions.find(self._ctx, session_id, token_name, int(idle_s * 1000000))
+
+    def session_touch(self, session_id):
+        """Note that the session was used now."""
+        sessions.touch(self._ctx, session_id)
+
+    def session_initialized(self, session_id):
+        """Mark the session's client initialized; returns whether the session exists."""
+        return sessions.mark_initialized(self._ctx, session_id)
+
+    def session_end(self, session_id, token_name):
+        """End a session of this token; returns whether there was one."""
+        return sessions.end(self._ctx, session_id, token_name)
+
+    def session_leave(self, session_id, kind, target, body):
+        """Leave a message for a request of the session held by another process; returns
+        False when the session has ended."""
+        return sessions.leave(self._ctx, session_id, kind, target, body)
+
+    def session_collect(self, session_ids):
+        """``(messages, live session IDs)`` for these sessions."""
+        return sessions.collect(self._ctx, session_ids)
+
+    def session_forget(self, message_ids):
+        """Forget collected messages."""
+        sessions.forget(self._ctx, message_ids)

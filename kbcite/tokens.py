@@ -2,14 +2,14 @@
 
 A token is ``kbt_`` and 32 random bytes; the store keeps only its SHA-256, with the
 knowledge bases it grants and its write mode (``ask``: a person approves each edit;
-``allow``; ``deny``). Revoking one takes effect at its next request.
+``allow``; ``deny``). Revoking one takes effect at its next request, and ends its sessions.
 """
 
 import hashlib
 import json
 import secrets
 
-from . import access
+from . import access, sessions
 from .errors import InvalidArgument, NotFound
 from .validation import check_people_string, shown
 from .versions import format_version
@@ -62,7 +62,8 @@ def list_all(db):
 
 
 def revoke(ctx, name):
-    """Revoke a token: its next request is refused. Returns the revocation time."""
+    """Revoke a token: its next request is refused and its sessions end. Returns the
+    revocation time."""
     db = ctx.db
     with db.write():
         row = db.token_by_name(name)
@@ -72,6 +73,7 @@ def revoke(ctx, name):
             return row["revoked_at"]
         revoked_at = format_version(ctx.now_us())
         db.token_revoke(name, revoked_at)
+        sessions.end_for_token(db, name)
         return revoked_at
 
 

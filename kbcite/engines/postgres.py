@@ -42,8 +42,8 @@ from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
 from .base import (
-    KB_COLUMNS, SEARCH_DOC_COLUMNS, TOKENS_SQL, VERSION_COLUMNS, Engine, busy_error,
-    check_version, damaged_error, failed_error,
+    KB_COLUMNS, SEARCH_DOC_COLUMNS, SESSIONS_SQL, TOKENS_SQL, VERSION_COLUMNS, Engine,
+    busy_error, check_version, damaged_error, failed_error,
 )
 
 try:
@@ -54,7 +54,8 @@ except ImportError:  # the [postgres] extra is not installed; said when a store 
 
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
-          "idempotency", "search_docs", "search_terms", "title_terms", "tokens")
+          "idempotency", "search_docs", "search_terms", "title_terms", "tokens", "sessions",
+          "session_messages")
 
 # Each text an article has had, stored once (schema 4). Uncompressed out-of-line storage: a
 # snippet's substr() reads the first chunks of a long article, not all of it.
@@ -164,7 +165,7 @@ CREATE TABLE title_terms (
     pk BIGINT NOT NULL,
     PRIMARY KEY (kb_pk, term, title_len, pk)
 );
-""" + TOKENS_SQL
+""" + TOKENS_SQL + ";" + SESSIONS_SQL
 
 # SQLSTATE classes and codes, and what they mean to a caller.
 BUSY_STATES = ("55P03", "40001", "40P01", "57014")  # lock timeout, serialization, deadlock, cancel
@@ -425,6 +426,10 @@ class PostgresEngine(Engine):
                     "l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at"]:
                 if statement.strip():
                     self._conn.execute(statement)
+        if found < 5:
+            # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
+            for statement in SESSIONS_SQL.split(";"):
+                self._conn.execute(statement)
         self._conn.execute("UPDATE kb_meta SET value = %s WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
         self.schema = SCHEMA_VERSION

@@ -20,7 +20,7 @@ from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
 from .base import (
-    SEARCH_DOC_COLUMNS, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
+    SEARCH_DOC_COLUMNS, SESSIONS_SQL, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
     failed_error,
 )
 
@@ -136,7 +136,7 @@ CREATE TABLE title_terms (
     PRIMARY KEY (kb_pk, term, title_len, pk)
 ) WITHOUT ROWID;
 """
-SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";"
+SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";"
 
 # Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).
@@ -174,6 +174,8 @@ MIGRATIONS = {
         "l.kb_pk = a.kb_pk AND l.article_id = a.article_id LEFT JOIN events AS e ON "
         "e.kb_pk = l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at",
         "DROP TABLE temp.last_events"],
+    # Schema 4 to 5: the HTTP server's handshake sessions (kbcite.sessions).
+    4: SESSIONS_SQL.split(";"),
 }
 
 # One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:

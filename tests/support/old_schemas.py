@@ -4,10 +4,24 @@ from kbcite import KBStore
 from kbcite.engines import open_engine
 
 
-def as_schema_3(address, engine):
-    """Take a store back to schema 3: each article holds its own text, there is no history."""
+def as_schema_4(address, engine):
+    """Take a store back to schema 4: no handshake sessions for the HTTP server."""
     with KBStore(address) as store:
         db = store._db
+        with db.write():
+            db.execute("DROP TABLE session_messages")
+            db.execute("DROP TABLE sessions")
+            if engine == "sqlite":
+                db.execute("PRAGMA user_version = 4")
+            else:
+                db.execute("UPDATE kb_meta SET value = '4' WHERE key = 'schema_version'")
+
+
+def as_schema_3(address, engine):
+    """Take a store back to schema 3: each article holds its own text, there is no history."""
+    as_schema_4(address, engine)
+    db = open_engine(address, upgrading=True)  # a store of an older schema opens only so
+    try:
         if engine == "sqlite":
             db.foreign_keys(False)
         with db.write():
@@ -40,6 +54,8 @@ def as_schema_3(address, engine):
                 db.execute("UPDATE kb_meta SET value = '3' WHERE key = 'schema_version'")
         if engine == "sqlite":
             db.foreign_keys(True)
+    finally:
+        db.close()
 
 
 def as_schema_2(address, engine):

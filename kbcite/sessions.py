@@ -1,0 +1,122 @@
+"""The HTTP server's handshake sessions, kept in the store so that every server process on it
+serves each of them, and the messages a client sends to a request another process holds.
+
+A session is what an ``initialize`` negotiated (MCP 2025-11-25 and earlier): a random ID, the
+token that opened it (no other token may use it), the protocol version and the client's
+capabilities, whether the client has said ``notifications/initialized``, and when it was last
+used. It ends when its client deletes it, when it has been idle longer than the server allows,
+when its token opens more sessions than its cap (the least recently used one goes), and when
+its token is revoked (``kbcite.tokens.revoke``).
+
+A message is what a client sends to a request in flight in another process: its answer to the
+server's question (a JSON-RPC response, ``kind`` ``response``, ``target`` our request ID) or
+``notifications/cancelled`` (``cancelled``, ``target`` the request ID as JSON). The process
+holding the request collects and forgets it; one nobody collects lapses with its session, or
+after ``MESSAGE_TTL_US``.
+"""
+
+import json
+import secrets
+
+# A message nobody collected is forgotten after this long: the longest a question waits.
+MESSAGE_TTL_US = 600 * 1000000
+
+# What a client can send to a request held by another process.
+MESSAGE_KINDS = ("response", "cancelled")
+
+
+def _fields(row):
+    """A session row as the server reads it: capabilities decoded, initialized a bool."""
+    return dict(row, capabilities=json.loads(row["capabilities"]),
+                initialized=bool(row["initialized"]))
+
+
+def open_session(ctx, session_id, token_name, protocol_version, capabilities, idle_us,
+                 per_token):
+    """Record a session ``initialize`` made, ending every session idle longer than ``idle_us``
+    and the token's least recently used beyond ``per_token``; returns ``(the IDs of the
+    token's sessions it ended, how many idle ones it ended)``."""
+    db = ctx.db
+    now_us = ctx.now_us()
+    with db.write():
+        expired = db.sessions_expire(now_us - idle_us)
+        db.session_messages_expire(now_us - MESSAGE_TTL_US)
+        mine = db.sessions_of_token(token_name)
+        evicted = mine[:max(0, len(mine) - per_token + 1)]
+        db.sessions_delete(evicted)
+        db.session_insert(session_id, token_name, protocol_version,
+                          json.dumps(capabilities, ensure_ascii=False, sort_keys=True), now_us)
+    return evicted, expired
+
+
+def find(ctx, session_id, token_name, idle_us):
+    """The live session with this ID opened by this token, or None: another token's session
+    and an expired one look exactly like none."""
+    db = ctx.db
+    with db.read():
+        row = db.session_row(session_id)
+    if row is None or row["token_name"] != token_name or row["seen_us"] < ctx.now_us() - idle_us:
+        return None
+    return _fields(row)
+
+
+def touch(ctx, session_id):
+    """Note that the session was used now (its idle time starts again)."""
+    db = ctx.db
+    with db.write():
+        db.session_seen(session_id, ctx.now_us())
+
+
+def mark_initialized(ctx, session_id):
+    """The client said notifications/initialized; returns whether the session exists."""
+    db = ctx.db
+    with db.write():
+        return db.session_set_initialized(session_id)
+
+
+def end(ctx, session_id, token_name):
+    """End a session of this token (DELETE); returns whether there was one."""
+    db = ctx.db
+    with db.write():
+        return db.session_delete(session_id, token_name)
+
+
+def end_for_token(db, token_name):
+    """Inside the caller's write: end every session of a token (it is being revoked)."""
+    db.sessions_delete_of_token(token_name)
+
+
+def leave(ctx, session_id, kind, target, body):
+    """Leave a message for the request ``target`` of a session; returns False when the
+    session has ended (the message has nobody to go to)."""
+    if kind not in MESSAGE_KINDS:
+        raise ValueError("a session message is one of %s, not %r" % (MESSAGE_KINDS, kind))
+    db = ctx.db
+    with db.write():
+        if db.session_row(session_id) is None:
+            return False
+        db.session_message_insert(secrets.token_hex(12), session_id, kind, target,
+                                  json.dumps(body, ensure_ascii=False), ctx.now_us())
+    return True
+
+
+def collect(ctx, session_ids):
+    """``(messages, live)``: the messages left for these sessions (each with its body
+    decoded), and which of the sessions still exist."""
+    db = ctx.db
+    session_ids = sorted(set(session_ids))
+    if not session_ids:
+        return [], set()
+    with db.read():
+        rows = db.session_messages(session_ids)
+        live = db.sessions_live(session_ids)
+    return [dict(row, body=json.loads(row["body"])) for row in rows], live
+
+
+def forget(ctx, message_ids):
+    """Forget collected messages."""
+    if not message_ids:
+        return
+    db = ctx.db
+    with db.write():
+        db.session_messages_delete(message_ids)
