@@ -334,6 +334,10 @@ class KBStore:
         """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
         return tokens.principal(self._db, token)
 
+    def token_refusal(self, token):
+        """Why ``token_principal`` refused a token, for a log (it never repeats the token)."""
+        return tokens.refusal(self._db, token)
+
     # -- handshake sessions (the HTTP server's, shared by every process on the store) ------------
 
     def session_open(self, session_id, token_name, protocol_version, capabilities, *, idle_s,

@@ -86,3 +86,14 @@ def principal(db, token):
     if row is None:
         return None
     return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"]}
+
+
+def refusal(db, token):
+    """Why ``principal`` refused a token, in words for the server's log (never the token)."""
+    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+        return "the token does not start with %s: kb token create did not make it" % TOKEN_PREFIX
+    with db.read():
+        row = db.token_any_by_hash(token_digest(token))
+    if row is None:
+        return "no token of this store is that one (mistyped, or another store's)"
+    return "token %r was revoked at %s" % (row["name"], row["revoked_at"])

@@ -590,6 +590,10 @@ class Engine:
         return self.row("SELECT name, grants, writes FROM tokens WHERE token_hash = ? "
                         "AND revoked_at IS NULL", (token_hash,))
 
+    def token_any_by_hash(self, token_hash):
+        """The token with this hash, revoked or not (to say why it was refused), or None."""
+        return self.row("SELECT name, revoked_at FROM tokens WHERE token_hash = ?", (token_hash,))
+
     def token_list(self):
         """Every token, by name (no hashes)."""
         return self.rows("SELECT name, grants, writes, created_at, revoked_at FROM tokens "
