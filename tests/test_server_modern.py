@@ -164,6 +164,8 @@ def test_a_declined_or_dismissed_approval_writes_nothing(start, db, action):
     assert {"decline": "declined", "cancel": "dismissed", "maybe": "not accept"}[action] in \
         error["message"]
     assert store_read(db, db.password) == before
+    # The log says so, as it does for a session's answer.
+    assert "not approved: %r (signed handle)" % action in client.stderr()
 
 
 def test_a_forged_altered_expired_or_misused_handle_is_refused(start, db, tmp_path):

@@ -260,6 +260,8 @@ class Approvals:
             return self._input_required(preview, name, arguments, ctx)
         action = answer.get("action")
         if action != "accept":
+            log.info("edit of %s/%s not approved: %r (signed handle)",
+                     arguments.get("knowledge_base_id"), arguments.get("article_id"), action)
             return tool_error(not_approved(action, {
                 "knowledge_base_id": arguments.get("knowledge_base_id"),
                 "article_id": arguments.get("article_id")}))
