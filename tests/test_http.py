@@ -7,16 +7,19 @@ Each test names the specification section it follows (docs/specification/<revisi
 import http.client
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
 import kbcite
-from kbcite.server.http import MAX_CONNECTIONS, Stream
-from kbcite.server.session import Call, Cancelled, Session
+from kbcite.server import cli
+from kbcite.testing import PostgresCluster, postgres_binaries
 from kbcite.testing import dump_file as store_dump
-from support.http_server import TIMEOUT, Server
+from support.commands import ROOT, child_env
+from support.http_server import TIMEOUT, Server, connect, head
 from support.stdio_client import EDIT, make_db
 
 MODERN = "2026-07-28"
@@ -26,7 +29,7 @@ class Http:
     """One HTTP connection to the server, with a token."""
 
     def __init__(self, server, token=None):
-        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
+        self.conn = http.client.HTTPConnection(server.host, server.port, timeout=TIMEOUT)
         self.token = token
 
     def post(self, body, headers=None, raw=None):
@@ -72,8 +75,8 @@ def served(tmp_path):
 def server(served):
     started = []
 
-    def start(*extra):
-        s = Server(served.path, *extra)
+    def start(*extra, **kwargs):
+        s = Server(served.path, *extra, **kwargs)
         started.append(s)
         return s
     yield start
@@ -391,7 +394,7 @@ def test_clients_connecting_all_at_once_are_all_served(served, server):
     # A team's agents starting together: as many connections at once as the server serves
     # by default, each with one request. A listen queue of 5 reset about half of them.
     s = server()
-    count = MAX_CONNECTIONS
+    count = 64
     barrier = threading.Barrier(count)
     statuses = []
 
@@ -410,41 +413,344 @@ def test_clients_connecting_all_at_once_are_all_served(served, server):
     assert statuses == [200] * count
 
 
-def test_a_question_the_stream_cannot_carry_is_not_waited_for():
-    """A client gone before its question could be written: the call ends as cancelled at
-    once, instead of holding a worker for the whole approval timeout."""
-    class Gone:
-        def write(self, data):
-            raise BrokenPipeError("the client hung up")
+# -- what the issue found: versions in a session, own addresses, CORS, logs ----------------------
 
-        def flush(self):
-            pass
 
-    class Handler:
-        wfile = Gone()
-        close_connection = False
+def test_a_session_serves_any_handshake_version_it_speaks_and_refuses_others(served, server):
+    """2025-11-25/basic/transports.mdx, "Protocol Version Header": 400 is for "an invalid or
+    unsupported MCP-Protocol-Version"; the SDKs' servers and the conformance suite send any
+    supported one inside a session (0.1.16 sends 2025-03-26 in a 2025-11-25 session)."""
+    s = server()
+    client = Http(s, served.allow)
+    session = initialize(client)
+    for version, status in (("2025-11-25", 200), ("2025-03-26", 200), ("2024-11-05", 200),
+                            ("1999-01-01", 400), ("2026-07-28", 400)):
+        got, _, text = client.post({"jsonrpc": "2.0", "id": 5, "method": "tools/list"},
+                                   {"Mcp-Session-Id": session, "MCP-Protocol-Version": version})
+        assert got == status, (version, text)
 
-        def send_response(self, status):
-            pass
 
-        def send_header(self, name, value):
-            pass
+def test_the_servers_own_address_is_never_misdirected(served, server):
+    """A server on 127.0.0.2 (a loopback address, but not one of the usual names) answers
+    requests made to 127.0.0.2, Origin included; another name is still 421."""
+    s = server(host="127.0.0.2")
+    client = Http(s, served.allow)
+    assert client.modern("tools/list")[0] == 200
+    assert client.modern("tools/list", headers={
+        "Origin": "http://127.0.0.2:%d" % s.port})[0] == 200
+    assert client.modern("tools/list", headers={"Host": "evil.example:%d" % s.port})[0] == 421
 
-        def end_headers(self):
-            pass
 
-    session = Session(principal=None, session_id="s")
-    call = Call("r1")
-    outcome = []
+def non_loopback_address():
+    """An address of this machine that is not loopback, or None."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: it only picks a route
+        address = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
 
-    def ask():
-        try:
-            Stream(Handler(), {}).ask(session, call, {"message": "Approve?"})
-        except Cancelled:
-            outcome.append("cancelled")
 
-    worker = threading.Thread(target=ask, daemon=True)
-    worker.start()
-    worker.join(5)
-    assert outcome == ["cancelled"] and not worker.is_alive()
-    assert session.asks == {}
+def test_a_server_beyond_this_machine_answers_its_own_address(served, server):
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    s = server(host=address)
+    client = Http(s, served.allow)
+    assert client.modern("tools/list")[0] == 200
+    assert client.modern("tools/list", headers={
+        "Origin": "http://%s:%d" % (address, s.port)})[0] == 200
+    assert "beyond this machine" in s.text()
+
+
+def test_allowed_origins_get_cors_and_a_preflight(served, server):
+    """The Fetch standard's CORS protocol for --allow-origin: a browser preflights every POST
+    (Authorization and application/json are not safelisted) and must read Mcp-Session-Id."""
+    s = server("--allow-origin", "https://app.example")
+    conn = http.client.HTTPConnection(s.host, s.port, timeout=TIMEOUT)
+    asked = "authorization, content-type, mcp-protocol-version, mcp-method, mcp-name"
+    conn.request("OPTIONS", "/mcp", headers={
+        "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": asked})
+    response = conn.getresponse()
+    response.read()
+    assert response.status == 204
+    assert response.getheader("Access-Control-Allow-Origin") == "https://app.example"
+    assert "POST" in response.getheader("Access-Control-Allow-Methods")
+    assert response.getheader("Access-Control-Allow-Headers") == asked
+    assert response.getheader("Vary") == "Origin"
+    for origin, method, headers in (("https://evil.example", "POST", "content-type"),
+                                    ("https://app.example", "PUT", "content-type"),
+                                    ("https://app.example", "POST", "x-evil")):
+        conn.request("OPTIONS", "/mcp", headers={
+            "Origin": origin, "Access-Control-Request-Method": method,
+            "Access-Control-Request-Headers": headers})
+        refused = conn.getresponse()
+        refused.read()
+        assert refused.status == 403 and not refused.getheader("Access-Control-Allow-Origin")
+    client = Http(s, served.allow)
+    status, headers, _ = client.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "browser", "version": "1"}}}, {"Origin": "https://app.example"})
+    assert status == 200 and headers["Access-Control-Allow-Origin"] == "https://app.example"
+    assert "Mcp-Session-Id" in headers["Access-Control-Expose-Headers"]
+    status, headers, _ = Http(s).post({"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                      {"Origin": "https://app.example"})
+    assert status == 401 and "WWW-Authenticate" in headers["Access-Control-Expose-Headers"]
+
+
+def test_every_401_is_logged_with_its_reason_and_never_the_token(served, server):
+    s = server()
+    wrong = "kbt_" + "x" * 43
+    for token, header in ((None, None), (None, "Basic dXNlcjpwYXNz"), (wrong, None),
+                          ("not-ours", None)):
+        client = Http(s, token)
+        status, _, _ = client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                   {"Authorization": header} if header else None)
+        assert status == 401
+    with kbcite.KBStore(str(served.path)) as store:
+        store.revoke_token("support-deny")
+    assert Http(s, served.deny).post({"jsonrpc": "2.0", "id": 1, "method": "ping"})[0] == 401
+    s.wait_for_log("401 for", count=5)
+    log = s.text()
+    for reason in ("no Authorization header", "not Bearer TOKEN", "no token of this store",
+                   "does not start with kbt_", "token 'support-deny' was revoked"):
+        assert reason in log, log
+    assert wrong not in log and served.deny not in log and "dXNlcjpwYXNz" not in log
+
+
+def test_a_declined_approval_is_logged(served, server):
+    """mrtr.mdx: the retry carries the person's answer; a decline writes nothing, and the log
+    says so, as a session's decline always did."""
+    s = server()
+    client = Http(s, served.support)
+    status, read = client.modern("tools/call", {"name": "read_knowledge_article", "arguments": {
+        "knowledge_base_id": "support", "article_id": served.password}})
+    arguments = {"knowledge_base_id": "support", "article_id": served.password,
+                 "content": "Declined.", "expected_version": structured(read)["updated_at"],
+                 "idempotency_key": "d1"}
+    _, first = client.modern("tools/call", {"name": EDIT, "arguments": arguments},
+                             capabilities={"elicitation": {}})
+    _, done = client.modern("tools/call", {
+        "name": EDIT, "arguments": arguments, "requestState": first["result"]["requestState"],
+        "inputResponses": {"approve": {"action": "decline"}}}, request_id=2,
+        capabilities={"elicitation": {}})
+    assert done["result"]["isError"] is True
+    s.wait_for_log("not approved: 'decline'")
+
+
+def test_a_question_whose_client_went_away_ends_at_once(served, server):
+    """Ten ask-mode edits whose clients close their streams once asked: each question ends
+    unanswered at once (not after the 600 s a person gets), and nothing is written."""
+    s = server()
+    client = Http(s, served.support)
+    session = initialize(client, {"elicitation": {}})
+    with kbcite.KBStore(str(served.path)) as store:
+        before = store.get_article("support", served.password)
+    streams = []
+    for i in range(10):
+        body = json.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": {
+            "name": EDIT, "arguments": {
+                "knowledge_base_id": "support", "article_id": served.password,
+                "content": "Never approved %d." % i, "expected_version": before["updated_at"],
+                "idempotency_key": "gone-%d" % i}}}).encode()
+        sock = connect(s)
+        sock.sendall(head(s, token=served.support, headers=[
+            ("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", session), ("MCP-Protocol-Version", "2025-11-25"),
+            ("Content-Length", str(len(body)))]) + body)
+        received = b""
+        while b"elicitation/create" not in received:
+            received += sock.recv(65536)
+        streams.append(sock)
+    started = time.monotonic()
+    for sock in streams:
+        sock.close()
+    s.wait_for_log("the question ends unanswered", count=10, timeout=10)
+    assert time.monotonic() - started < 5
+    with kbcite.KBStore(str(served.path)) as store:
+        assert store.get_article("support", served.password) == before
+    assert client.post({"jsonrpc": "2.0", "id": 99, "method": "ping"}, {
+        "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})[0] == 200
+
+
+def test_sessions_expire_are_capped_per_token_and_end_with_their_token(served, server):
+    """transports.mdx, "Session Management" 3: the server may end a session; the client then
+    hears 404 and initializes anew. Idle ones end, a token's oldest beyond its cap end, and
+    revoking the token ends them all."""
+    s = server("--session-timeout", "2", "--sessions-per-token", "2")
+    client = Http(s, served.allow)
+
+    def alive(session):
+        return client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, {
+            "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})[0] == 200
+    first, second, third = (initialize(client) for _ in range(3))
+    assert [alive(x) for x in (first, second, third)] == [False, True, True]
+    time.sleep(1.2)
+    assert alive(third)
+    time.sleep(1.2)
+    assert not alive(second) and alive(third)  # idle 2.4 s against used 1.2 s ago
+    kept = initialize(Http(s, served.internal))
+    with kbcite.KBStore(str(served.path)) as store:
+        store.revoke_token("support-allow")
+        assert store.session_find(third, "support-allow", idle_s=60) is None
+        assert store.session_find(kept, "internal-only", idle_s=60) is not None
+
+
+def test_reads_are_answered_while_edits_wait_for_a_lock(served, server, hold_write_lock):
+    """Twelve edits waiting for another writer's lock (more than the server's threads), each on
+    a connection of its own: a read-only token's read is answered at once."""
+    s = server()
+    with kbcite.KBStore(str(served.path)) as store:
+        version = store.get_article("support", served.password)["updated_at"]
+    results = []
+
+    def edit(i):
+        results.append(Http(s, served.allow).modern("tools/call", {"name": EDIT, "arguments": {
+            "knowledge_base_id": "support", "article_id": served.password,
+            "content": "Waited %d." % i, "expected_version": version,
+            "idempotency_key": "wait-%d" % i}})[0])
+    with hold_write_lock(served.path) as release:
+        editors = [threading.Thread(target=edit, args=(i,)) for i in range(12)]
+        for thread in editors:
+            thread.start()
+        time.sleep(1)
+        started = time.monotonic()
+        status, reply = Http(s, served.deny).modern("tools/call", {
+            "name": "read_knowledge_article", "arguments": {
+                "knowledge_base_id": "support", "article_id": served.billing}})
+        assert status == 200 and structured(reply)["article_id"] == served.billing
+        assert time.monotonic() - started < 2
+        release()
+        for thread in editors:
+            thread.join(TIMEOUT)
+    assert results == [200] * 12
+
+
+def test_the_help_states_the_defaults_the_http_modules_use():
+    from kbcite.server import asgi, h11_guard, http_sessions
+    assert cli.HTTP_DEFAULTS == {
+        "max_body": asgi.MAX_BODY, "max_connections": h11_guard.MAX_CONNECTIONS,
+        "request_timeout": h11_guard.REQUEST_TIMEOUT_S, "idle_timeout": h11_guard.IDLE_TIMEOUT_S,
+        "session_timeout": http_sessions.SESSION_TIMEOUT_S,
+        "sessions_per_token": http_sessions.SESSIONS_PER_TOKEN}
+
+
+WITHOUT_UVICORN = """
+import sys
+sys.modules["uvicorn"] = None  # as if the [http] extra were not installed
+sys.modules["h11"] = None
+from kbcite.server.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_the_http_extra_http_says_what_to_install_and_stdio_still_runs(served):
+    done = subprocess.run([sys.executable, "-c", WITHOUT_UVICORN, "--db", str(served.path),
+                           "--http", "127.0.0.1:0"], capture_output=True, text=True,
+                          timeout=TIMEOUT, cwd=str(ROOT), env=child_env())
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == cli.MISSING_HTTP
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n"
+    done = subprocess.run([sys.executable, "-c", WITHOUT_UVICORN, "--db", str(served.path),
+                           "--grant", "support"], input=line, capture_output=True, text=True,
+                          timeout=TIMEOUT, cwd=str(ROOT), env=child_env())
+    assert done.returncode == 0 and json.loads(done.stdout)["result"] == {}
+
+
+@pytest.mark.slow
+def test_on_postgresql_a_lock_in_one_knowledge_base_delays_no_call_of_another(pg_url):
+    """A token granted only internal: its reads and edits are answered at once while twelve
+    edits of support wait for a lock another session holds on support's row; no timing tells
+    it of support's lock."""
+    import psycopg
+
+    made = make_db(pg_url)
+    with kbcite.KBStore(pg_url) as store:
+        writer = store.create_token("support-writer", ["support"], "allow")
+        other = store.create_token("internal-only", ["internal"], "allow")
+        version = store.get_article("support", made.password)["updated_at"]
+    s = Server(pg_url)
+    results = []
+    try:
+        def edit(i):
+            results.append(Http(s, writer).modern("tools/call", {"name": EDIT, "arguments": {
+                "knowledge_base_id": "support", "article_id": made.password,
+                "content": "Waited %d." % i, "expected_version": version,
+                "idempotency_key": "pg-wait-%d" % i}})[0])
+        with psycopg.connect(pg_url) as holder:
+            holder.execute("SELECT pk FROM knowledge_bases WHERE kb_id = 'support' FOR UPDATE")
+            editors = [threading.Thread(target=edit, args=(i,)) for i in range(12)]
+            for thread in editors:
+                thread.start()
+            time.sleep(1)
+            client = Http(s, other)
+            started = time.monotonic()
+            status, read = client.modern("tools/call", {"name": "read_knowledge_article",
+                                                        "arguments": {
+                                                            "knowledge_base_id": "internal",
+                                                            "article_id": "art-000001"}})
+            status, edited = client.modern("tools/call", {"name": EDIT, "arguments": {
+                "knowledge_base_id": "internal", "article_id": "art-000001",
+                "content": "Moved.", "expected_version": structured(read)["updated_at"],
+                "idempotency_key": "pg-other"}})
+            assert structured(edited)["replayed"] is False
+            assert time.monotonic() - started < 2
+            holder.rollback()
+        for thread in editors:
+            thread.join(TIMEOUT)
+        assert results == [200] * 12
+    finally:
+        s.stop()
+
+
+@pytest.mark.slow
+def test_the_store_failing_while_a_token_is_checked_is_a_retryable_503(tmp_path):
+    """PostgreSQL stops under the server: every request is answered 503 with Retry-After and
+    a JSON-RPC error that says to retry (never a dropped connection, never a traceback), and
+    the server serves again once the database is back."""
+    pytest.importorskip("psycopg", reason="psycopg is not installed")
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.skip("no initdb and pg_ctl on this machine")
+    cluster = PostgresCluster(*binaries)
+    s = None
+    try:
+        make_db(cluster.url)
+        with kbcite.KBStore(cluster.url) as store:
+            token = store.create_token("outage", ["support"], "allow")
+        s = Server(cluster.url)
+        assert Http(s, token).modern("tools/list")[0] == 200
+        cluster.stop()
+        for method in ("tools/list", "tools/call"):
+            params = {"name": "read_knowledge_article", "arguments": {
+                "knowledge_base_id": "support", "article_id": "art-000001"}} \
+                if method == "tools/call" else None
+            for _ in range(5):
+                client = Http(s, token)
+                client.conn.request("POST", "/mcp", body=json.dumps({
+                    "jsonrpc": "2.0", "id": 1, "method": method, "params": dict(
+                        params or {}, _meta={
+                            "io.modelcontextprotocol/protocolVersion": MODERN,
+                            "io.modelcontextprotocol/clientCapabilities": {}})}), headers={
+                    "Content-Type": "application/json", "Authorization": "Bearer " + token,
+                    "MCP-Protocol-Version": MODERN, "Mcp-Method": method,
+                    "Mcp-Name": "read_knowledge_article"})
+                response = client.conn.getresponse()
+                body = json.loads(response.read())
+                assert response.status == 503 and response.getheader("Retry-After") == "1"
+                assert body["error"]["data"]["retryable"] is True, body
+        cluster.start()
+        deadline = time.monotonic() + 20
+        while Http(s, token).modern("tools/list")[0] != 200:
+            assert time.monotonic() < deadline, s.text()
+            time.sleep(0.2)
+        assert "Traceback" not in s.text()
+        assert "503 for 127.0.0.1: the store failed" in s.text()
+    finally:
+        if s is not None:
+            s.stop()
+        cluster.remove()

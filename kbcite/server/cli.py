@@ -1,9 +1,11 @@
 """The kb-server command line: parse the arguments, open the store, run one transport.
 
     kb-server --db PATH --grant KB [--grant KB ...] [--writes ask|allow|deny]   # stdio
-    kb-server --db PATH --http 127.0.0.1:8765                                    # HTTP, /mcp
+    kb-server --db PATH --http 127.0.0.1:8765 [--workers N]                      # HTTP, /mcp
 
-stdout carries protocol messages only (stdio); everything else, logs included, goes to stderr.
+stdio needs the standard library alone; the HTTP modules (uvicorn, the ``[http]`` extra) are
+imported only for ``--http``. stdout carries protocol messages only (stdio); everything else,
+logs included, goes to stderr.
 """
 
 import argparse
@@ -19,17 +21,24 @@ from ..limits import ACTOR_MAX
 from ..store import KBStore
 from ..tokens import WRITE_MODES
 from .approval import APPROVAL_TTL_S, ApprovalSigner
-from .http import (IDLE_TIMEOUT_S, MAX_BODY, MAX_CONNECTIONS, MCP_PATH, REQUEST_TIMEOUT_S,
-                   HttpTransport)
-from .pool import QUEUED_EDITS, StorePool
+from .pool import QUEUED_EDITS, READERS, StorePool
 from .protocol import SERVER_NAME, Principal, Protocol
-from .stdio import WORKERS, StdioTransport
+from .stdio import StdioTransport
+
+# The HTTP defaults, as the help states them; the HTTP modules hold the values themselves
+# (tests/test_http.py checks that the two agree).
+HTTP_DEFAULTS = {"max_body": 8 * 1024 * 1024, "max_connections": 2048, "request_timeout": 30.0,
+                 "idle_timeout": 60.0, "session_timeout": 3600.0, "sessions_per_token": 32}
+
+MISSING_HTTP = ("kb-server: error: argument --http: serving HTTP needs uvicorn, which is not "
+                "installed: pip install 'kbcite[http]'")
 
 log = logging.getLogger(__name__)
 
 
 def build_parser():
     """The command line: a store, the transport, and who may do what."""
+    d = HTTP_DEFAULTS
     parser = argparse.ArgumentParser(
         prog="kb-server",
         description="MCP server for a knowledge-base store: stdio (one client, --grant) or "
@@ -50,31 +59,47 @@ def build_parser():
                         help="stdio: who the history says made this agent's edits (default "
                              "%%(default)s; over HTTP, each token's name)")
     parser.add_argument("--http", metavar="HOST:PORT",
-                        help="serve Streamable HTTP on http://HOST:PORT/mcp instead of stdio; "
-                             "bind to 127.0.0.1 unless other machines must reach it")
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="HTTP: a browser Origin allowed besides the server's own loopback "
-                             "addresses (repeat for several)")
-    parser.add_argument("--max-body", type=int, default=MAX_BODY, metavar="BYTES",
-                        help="HTTP: the largest request body (default %d)" % MAX_BODY)
-    parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
-                        help="HTTP: connections served at once; more get 503 (default %d)"
-                             % MAX_CONNECTIONS)
-    parser.add_argument("--request-timeout", type=float, default=REQUEST_TIMEOUT_S,
-                        metavar="S", help="HTTP: a request must arrive whole within S seconds "
-                                          "(default %g)" % REQUEST_TIMEOUT_S)
-    parser.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT_S, metavar="S",
-                        help="HTTP: an idle connection is closed after S seconds (default %g)"
-                             % IDLE_TIMEOUT_S)
-    parser.add_argument("--workers", type=int, default=WORKERS, metavar="N",
-                        help="requests run at once, each on its own store connection "
-                             "(default %d)" % WORKERS)
+                        help="serve Streamable HTTP on http://HOST:PORT/mcp instead of stdio "
+                             "(needs pip install 'kbcite[http]'); bind to 127.0.0.1 unless "
+                             "other machines must reach it")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="HTTP: server processes sharing the port (default 1)")
+    parser.add_argument("--threads", type=int, default=READERS, metavar="N",
+                        help="tool calls run at once per process, each on a store connection "
+                             "of its own; edits have N/2 connections apart (default %d)"
+                             % READERS)
     parser.add_argument("--queued-edits", type=int, default=QUEUED_EDITS, metavar="N",
                         help="edits of one knowledge base that may wait for their turn; one "
                              "more gets store_busy at once (default %d)" % QUEUED_EDITS)
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="HTTP: a browser Origin allowed (CORS included) besides the "
+                             "server's own addresses (repeat for several)")
+    parser.add_argument("--max-body", type=int, default=d["max_body"], metavar="BYTES",
+                        help="HTTP: the largest request body (default %d)" % d["max_body"])
+    parser.add_argument("--max-connections", type=int, default=d["max_connections"],
+                        metavar="N", help="HTTP: connections held at once per process; one "
+                                          "more gets 503 (default %d)" % d["max_connections"])
+    parser.add_argument("--request-timeout", type=float, default=d["request_timeout"],
+                        metavar="S", help="HTTP: a request must arrive whole within S seconds "
+                                          "of its first byte (default %g)"
+                                          % d["request_timeout"])
+    parser.add_argument("--idle-timeout", type=float, default=d["idle_timeout"], metavar="S",
+                        help="HTTP: a connection without a request in progress is closed "
+                             "after S seconds (default %g)" % d["idle_timeout"])
+    parser.add_argument("--session-timeout", type=float, default=d["session_timeout"],
+                        metavar="S", help="HTTP: a 2025-11-25 session ends after S seconds "
+                                          "without a request (default %g)"
+                                          % d["session_timeout"])
+    parser.add_argument("--sessions-per-token", type=int, default=d["sessions_per_token"],
+                        metavar="N", help="HTTP: sessions one token holds at once; a new one "
+                                          "ends its least recently used (default %d)"
+                                          % d["sessions_per_token"])
+    parser.add_argument("--ssl-certfile", metavar="FILE",
+                        help="HTTP: serve https with this certificate (PEM), and --ssl-keyfile")
+    parser.add_argument("--ssl-keyfile", metavar="FILE", help="HTTP: the certificate's key (PEM)")
     parser.add_argument("--signing-secret-file", metavar="FILE",
                         help="the secret that signs 2026-07-28 approval handles (default: "
-                             "$KB_SIGNING_SECRET, else a random one for this process); servers "
+                             "$KB_SIGNING_SECRET, else a random one for this server); servers "
                              "that share a database and this secret can finish each other's "
                              "approvals")
     parser.add_argument("--approval-ttl", type=int, default=APPROVAL_TTL_S, metavar="S",
@@ -94,10 +119,11 @@ def check_args(parser, args):
                      % (ACTOR_MAX, args.actor[:ACTOR_MAX + 1]))
     if args.queued_edits < 0:
         parser.error("argument --queued-edits: must be 0 or more")
-    for name in ("max_body", "max_connections", "workers", "approval_ttl"):
+    for name in ("max_body", "max_connections", "workers", "threads", "approval_ttl",
+                 "sessions_per_token"):
         if getattr(args, name) < 1:
             parser.error("argument --%s: must be at least 1" % name.replace("_", "-"))
-    for name in ("request_timeout", "idle_timeout"):
+    for name in ("request_timeout", "idle_timeout", "session_timeout"):
         if getattr(args, name) <= 0:
             parser.error("argument --%s: must be positive" % name.replace("_", "-"))
     if args.http:
@@ -109,10 +135,21 @@ def check_args(parser, args):
             parser.error("argument --http: expected HOST:PORT such as 127.0.0.1:8765, got %r"
                          % args.http)
         args.host, args.port = host.strip("[]"), int(port)
-    elif not args.grant:
+        if bool(args.ssl_certfile) != bool(args.ssl_keyfile):
+            parser.error("argument --ssl-certfile: https needs both --ssl-certfile and "
+                         "--ssl-keyfile")
+        for name in ("ssl_certfile", "ssl_keyfile"):
+            path = getattr(args, name)
+            if path and not os.access(path, os.R_OK):
+                parser.error("argument --%s: cannot read %s" % (name.replace("_", "-"), path))
+        return
+    if args.workers != 1:
+        parser.error("argument --workers: stdio serves its one client in one process; "
+                     "--threads sets how many calls run at once")
+    if not args.grant:
         parser.error("argument --grant: required for stdio (the knowledge bases the agent may "
                      "use)")
-    for kb_id in args.grant or ():
+    for kb_id in args.grant:
         if not kb_id:
             parser.error("argument --grant: a knowledge-base ID must not be empty")
 
@@ -139,7 +176,8 @@ def open_store(args):
 
 
 def signing_secret(parser, args):
-    """The approval handles' secret: a file, $KB_SIGNING_SECRET, or random for this process."""
+    """The approval handles' secret: a file, $KB_SIGNING_SECRET, or random for this server
+    (all of its worker processes)."""
     if args.signing_secret_file:
         try:
             with open(args.signing_secret_file, "rb") as fh:
@@ -153,7 +191,7 @@ def signing_secret(parser, args):
         return secret
     if os.environ.get("KB_SIGNING_SECRET"):
         return os.environ["KB_SIGNING_SECRET"].encode("utf-8")
-    log.info("no signing secret given: 2026-07-28 approvals can be finished by this process "
+    log.info("no signing secret given: 2026-07-28 approvals can be finished by this server "
              "only (set KB_SIGNING_SECRET on every server that shares the database)")
     return secrets.token_bytes(32)
 
@@ -176,6 +214,37 @@ def claim_stdout():
     return out
 
 
+def serve_http(parser, args, secret):
+    """Serve Streamable HTTP until SIGINT or SIGTERM; returns the exit code."""
+    try:
+        from .asgi import Settings, is_loopback
+        from .h11_guard import Guard
+        from .serve_http import serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("uvicorn", "h11"):
+            sys.exit(MISSING_HTTP)
+        raise
+    settings = Settings(
+        db=args.db, signing_secret=secret, allowed_origins=tuple(args.allow_origin),
+        host=args.host, max_body=args.max_body, threads=args.threads,
+        queued_edits=args.queued_edits, approval_ttl=args.approval_ttl,
+        authorization_server=args.authorization_server, session_timeout=args.session_timeout,
+        sessions_per_token=args.sessions_per_token)
+    guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
+                  max_connections=args.max_connections)
+    if not is_loopback(args.host):
+        log.warning("listening on %s, beyond this machine: every request needs a token, and "
+                    "TLS (--ssl-certfile, or a gateway in front) is recommended", args.host)
+    try:
+        # The port on a line of its own, for a caller that asked for port 0.
+        return serve(settings, guard, args.host, args.port, args.workers, args.ssl_certfile,
+                     args.ssl_keyfile,
+                     announce=lambda line: print(line, file=sys.stderr, flush=True))
+    except OSError as exc:
+        parser.error("argument --http: cannot listen on %s: %s" % (args.http,
+                                                                   exc.strerror or exc))
+
+
 def main(argv=None):
     """Run the server: stdio until stdin closes, or HTTP until interrupted."""
     parser = build_parser()
@@ -184,46 +253,22 @@ def main(argv=None):
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="kb_server: %(levelname)s: %(message)s")
     open_store(args).close()
-    signer = ApprovalSigner(signing_secret(parser, args), args.approval_ttl)
-    pool = StorePool(args.db, readers=args.workers, writers=max(1, args.workers // 2),
+    secret = signing_secret(parser, args)
+    if args.http:
+        return serve_http(parser, args, secret)
+    pool = StorePool(args.db, readers=args.threads, writers=max(1, args.threads // 2),
                      queued_edits=args.queued_edits)
-    protocol = Protocol(pool, signer)
+    protocol = Protocol(pool, ApprovalSigner(secret, args.approval_ttl))
+    grants = list(dict.fromkeys(args.grant))
+    out = claim_stdout()
+    log.info("serving %s for %s, writes %s", args.db, ", ".join(grants), args.writes)
+    stdio = StdioTransport(protocol, Principal(args.actor, frozenset(grants), args.writes), out,
+                           args.threads)
     try:
-        if args.http:
-            try:
-                transport = HttpTransport(
-                    protocol, args.db, args.host, args.port, allowed_origins=args.allow_origin,
-                    max_body=args.max_body, request_timeout=args.request_timeout,
-                    idle_timeout=args.idle_timeout, max_connections=args.max_connections,
-                    authorization_server=args.authorization_server)
-            except OSError as exc:
-                parser.error("argument --http: cannot listen on %s: %s" % (args.http,
-                                                                           exc.strerror))
-            if not transport.loopback:
-                log.warning("listening on %s, beyond this machine: every request needs a "
-                            "token, and a TLS gateway in front is recommended", args.host)
-            # The port on a line of its own, for a caller that asked for port 0.
-            print("kb-server: serving http://%s:%d%s" % (args.host, transport.port, MCP_PATH),
-                  file=sys.stderr, flush=True)
-            try:
-                transport.serve_forever()
-            except KeyboardInterrupt:
-                return 130
-            finally:
-                transport.server.server_close()
-                transport.auth_pool.close()
-            return 0
-        grants = list(dict.fromkeys(args.grant))
-        out = claim_stdout()
-        log.info("serving %s for %s, writes %s", args.db, ", ".join(grants), args.writes)
-        stdio = StdioTransport(protocol, Principal(args.actor, frozenset(grants), args.writes),
-                               out, args.workers)
-        try:
-            return stdio.serve(sys.stdin.buffer)
-        except KeyboardInterrupt:
-            return 130
-        finally:
-            with contextlib.suppress(OSError):
-                out.close()
+        return stdio.serve(sys.stdin.buffer)
+    except KeyboardInterrupt:
+        return 130
     finally:
+        with contextlib.suppress(OSError):
+            out.close()
         pool.close()

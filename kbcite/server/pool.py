@@ -19,8 +19,8 @@ from ..limits import BUSY_TIMEOUT_S
 from ..store import KBStore
 from .session import Cancelled
 
-# Connections per process: reads at once, and edits at once (an edit holds its connection
-# while it waits for a lock; reads never wait for one).
+# Connections per process (--threads): reads at once, and edits at once (an edit holds its
+# connection while it waits for a lock; reads never wait for one).
 READERS = 8
 WRITERS = 4
 
@@ -38,10 +38,11 @@ WAIT_SLICE_S = 0.05
 UNGRANTED = ""
 
 
-class _Lane:
-    """Up to ``size`` connections, made on first need and kept; the most recent is lent first."""
+class Connections:
+    """Up to ``size`` store connections, made on first need and kept; the most recent is lent
+    first."""
 
-    def __init__(self, address, size, timeout):
+    def __init__(self, address, size, timeout=BUSY_TIMEOUT_S):
         self.address = address
         self.timeout = timeout
         self._idle = queue.LifoQueue()
@@ -100,8 +101,8 @@ class StorePool:
         self.queued_edits = queued_edits
         # Edits one knowledge base can have in flight in a process before store_busy.
         self.edit_slots = writers + queued_edits
-        self._reads = _Lane(address, readers, timeout)
-        self._writes = _Lane(address, writers, timeout)
+        self._reads = Connections(address, readers, timeout)
+        self._writes = Connections(address, writers, timeout)
         self._turns = {}
         self._turns_lock = threading.Lock()
 

@@ -8,6 +8,7 @@ stdio, one per ``Mcp-Session-Id`` over HTTP. A 2026-07-28 request has no session
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -32,6 +33,7 @@ class Call:
     request_id: Any
     cancelled: threading.Event = field(default_factory=threading.Event)
     interrupt: Any = None
+    started: float = field(default_factory=time.monotonic)
 
     def cancel(self):
         """Mark it cancelled and stop its store call: a wait for a lock ends, nothing written."""
@@ -54,9 +56,12 @@ class Session:
     """A handshake (2025-11-25 and earlier) session: what initialize negotiated, per process
     (stdio) or per ``Mcp-Session-Id`` (HTTP), and the calls and questions in flight."""
 
-    def __init__(self, principal, session_id=None):
+    def __init__(self, principal, session_id=None, ask_prefix="approve-"):
         self.principal = principal
         self.id = session_id
+        # Our questions' IDs: unique in the session, across every process serving it (HTTP
+        # gives each process's copy of a session a prefix of its own).
+        self.ask_prefix = ask_prefix
         self.protocol_version = None
         self.client_capabilities = {}
         self.initialized = False
@@ -121,6 +126,16 @@ class Session:
         for ask in asks:
             ask.answered.set()
 
+    def abandon(self, call):
+        """The client went away from ``call`` (its stream closed): the questions it waits on
+        end unanswered; the call itself goes on, since a disconnection is not a cancellation
+        (2025-11-25 transports.mdx)."""
+        with self.lock:
+            asks = [a for a in self.asks.values() if a.call is call]
+        for ask in asks:
+            ask.answered.set()
+        return len(asks)
+
     def close(self):
         """The session ends: its calls are cancelled, its questions end unanswered."""
         self.closed = True
@@ -134,7 +149,7 @@ class Session:
         """A fresh ID for a request of ours (never reused within the session)."""
         with self.lock:
             self._asked += 1
-            return "approve-%d" % self._asked
+            return "%s%d" % (self.ask_prefix, self._asked)
 
     def ask(self, call, params, send):
         """Put elicitation/create to the client through ``send`` for ``call``, and wait for

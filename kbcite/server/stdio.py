@@ -10,12 +10,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from .jsonrpc import PARSE_ERROR, RpcError, classify, encode, error_response, id_if_any
+from .pool import READERS
 from .protocol import EDIT_TOOL, Context, answer
 from .session import Cancelled, Session
-
-# Tool calls at once (--workers): a worker thread each on stdio, and a store connection each
-# in the pool whatever the transport.
-WORKERS = 8
 
 log = logging.getLogger(__name__)
 
@@ -23,13 +20,13 @@ log = logging.getLogger(__name__)
 class StdioTransport:
     """One client on stdin and stdout: requests run on worker threads, answers as they finish."""
 
-    def __init__(self, protocol, principal, out, workers=WORKERS):
+    def __init__(self, protocol, principal, out, threads=READERS):
         self.protocol = protocol
         self.session = Session(principal)
         self.out = out
         # Edits run on threads of their own: one waiting for a lock (or a person) never holds
         # a thread a read needs, as it holds none of the read connections.
-        self.reads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kb-read")
+        self.reads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kb-read")
         self.edits = ThreadPoolExecutor(max_workers=protocol.pool.edit_slots,
                                         thread_name_prefix="kb-edit")
         self._write_lock = threading.Lock()
