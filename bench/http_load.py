@@ -1,15 +1,34 @@
-"""kb-server over Streamable HTTP under load: 16 clients at once, 250 calls each.
+"""kb-server over Streamable HTTP under load, side by side with the server it replaced and with
+an equivalent server on the official MCP SDK.
 
-A fresh store (SQLite, or PostgreSQL with a URL) of 1,000 articles, one ``kb-server --http``
-process, a token that may edit. Each client thread keeps its own HTTP connection and sends
-2026-07-28 requests: search (40%), read (30%), poll (15%) and edit (15%: read, then edit with
-the version read; a ``version_conflict`` is re-read and retried with a new key). Afterwards:
-every response was a JSON-RPC result (no protocol error), the store's audit is clean, and
-every edit a client saw accepted is in its article exactly once.
+    python bench/http_load.py                                # new, old and sdk, 3 rounds
+    python bench/http_load.py --targets new --workers 1,2,4  # the new server's processes
+    python bench/http_load.py --clients 1 --calls 1000       # one client, sequentially
+
+A fresh store (SQLite, or PostgreSQL with a URL) of 1,000 articles per run, one server, a token
+that may edit. Each client thread keeps its own HTTP connection and sends 2026-07-28 requests:
+search (40%), read (30%), poll (15%) and edit (15%: read, then edit with the version read; a
+``version_conflict`` is re-read and retried with a new key). Afterwards: every response was a
+JSON-RPC result (no protocol error), the store's audit is clean, and every edit a client saw
+accepted is in its article exactly once. Besides the load: the server's memory idle and at its
+peak under load (every process of it), and two round trips without a tool, each 300 times in
+sequence: a POST without a token (401; nothing touches the store), on a connection of its own
+each, and ``server/discover`` on one kept connection (the token check is its only store read).
+
+The targets, each started as a process the same way and run in turn, round by round, so that
+whatever else loads the machine falls on each alike:
+
+- ``new``: this checkout's ``kb-server --http`` (``--workers N``);
+- ``old``: the ``http.server`` transport this one replaced, from git (``--old-ref``; by default
+  the parent of the commit that removed ``kbcite/server/http.py``), in a ``git worktree``;
+- ``sdk``: ``bench/sdk_twin.py``, the same store's tools on the official SDK's Streamable HTTP
+  app (``mcp``, Python 3.10 and newer).
 """
 
+import argparse
 import http.client
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -20,13 +39,31 @@ import time
 
 import common
 import corpus
-from kbcite import KBStore
+from history import worktree
 from kbcite.sim.plan import draw_kind
 
 KB = "load"
 SEED = 20261108
 MIX = (("search", 0.40), ("read", 0.30), ("poll", 0.15), ("edit", 0.15))
 HOT = 20  # the articles edits go to, so that clients meet on some of them
+THREADS = 8  # tool calls at once per server process, on every target
+ROUND_TRIPS = 300
+TARGETS = ("new", "old", "sdk")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Builds the store for a target with that target's own package (the articles on stdin), so a
+# server from another commit opens a store of its own schema.
+MAKE_STORE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from kbcite import KBStore
+rows = [tuple(row) for row in json.loads(sys.stdin.read())]
+with KBStore(sys.argv[2], create=True) as store:
+    store.create_knowledge_base(sys.argv[3])
+    store.create_articles(sys.argv[3], rows)
+    token = store.create_token("load", [sys.argv[3]], "allow")
+    print(json.dumps({"token": token, "head": store.head_sequence(sys.argv[3])}))
+"""
 
 
 class Connection:
@@ -37,24 +74,31 @@ class Connection:
         self.token = token
         self.next_id = 0
 
-    def call(self, name, arguments):
-        """One tools/call; returns (seconds, the JSON-RPC response)."""
+    def request(self, method, params, name=None):
+        """One request; returns (seconds, the JSON-RPC response or what was answered)."""
         self.next_id += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                           "params": {"name": name, "arguments": arguments, "_meta": {
-                               "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                               "io.modelcontextprotocol/clientCapabilities": {}}}})
+        params = dict(params, _meta={"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                     "io.modelcontextprotocol/clientCapabilities": {}})
+        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                           "params": params})
+        headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream",
+                   "Authorization": "Bearer " + self.token, "MCP-Protocol-Version": "2026-07-28",
+                   "Mcp-Method": method}
+        if name:
+            headers["Mcp-Name"] = name
         started = time.perf_counter()
-        self.conn.request("POST", "/mcp", body=body, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-            "Authorization": "Bearer " + self.token, "MCP-Protocol-Version": "2026-07-28",
-            "Mcp-Method": "tools/call", "Mcp-Name": name})
+        self.conn.request("POST", "/mcp", body=body, headers=headers)
         response = self.conn.getresponse()
         data = response.read()
         seconds = time.perf_counter() - started
         if response.status != 200:
             return seconds, {"http_status": response.status, "body": data[:200].decode()}
         return seconds, json.loads(data)
+
+    def call(self, name, arguments):
+        """One tools/call; returns (seconds, the JSON-RPC response)."""
+        return self.request("tools/call", {"name": name, "arguments": arguments}, name)
 
 
 def client(port, token, name, calls, titles, out):
@@ -125,34 +169,122 @@ def client(port, token, name, calls, titles, out):
                 "conflicts": conflicts})
 
 
+# -- the servers -------------------------------------------------------------------------------
+
+
+def old_ref():
+    """The commit whose kb-server is the http.server transport this one replaced: the parent
+    of the commit that removed kbcite/server/http.py."""
+    done = subprocess.run(["git", "rev-list", "-1", "HEAD", "--", "kbcite/server/http.py"],
+                          cwd=str(common.ROOT), capture_output=True, text=True, timeout=60)
+    removed = done.stdout.strip()
+    if done.returncode != 0 or not removed:
+        raise RuntimeError("no commit of this checkout removed kbcite/server/http.py; name the "
+                           "old server's commit with --old-ref")
+    return removed + "^"
+
+
+def server_command(target, address, tree, workers):
+    """``(argv, environment)`` that starts ``target`` on ``address``."""
+    env = dict(os.environ, PYTHONPATH=tree)
+    if target == "sdk":
+        return [sys.executable, os.path.join(HERE, "sdk_twin.py"), "--db", address, "--http",
+                "127.0.0.1:0", "--threads", str(THREADS)], env
+    argv = [sys.executable, "-m", "kbcite.server", "--db", address, "--http", "127.0.0.1:0"]
+    if target == "old":
+        return argv + ["--workers", str(THREADS)], env  # threads, before --workers were processes
+    return argv + ["--threads", str(THREADS), "--workers", str(workers)], env
+
+
+def rss_mb(pid):
+    """The resident memory of a process and its children, in MB (Linux; None elsewhere)."""
+    total, found = 0, False
+    pids = [pid]
+    try:
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
+                                  timeout=10).stdout.split()
+        pids += [int(child) for child in children]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    for one in pids:
+        try:
+            with open("/proc/%d/status" % one, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        found = True
+        except OSError:
+            continue
+    return round(total / 1024, 1) if found else None
+
+
+def round_trips(port, token):
+    """p50 and p99 (ms) of a POST without a token (401) on a fresh connection each, and of
+    server/discover on one kept connection."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    anonymous = []
+    for _ in range(ROUND_TRIPS):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        started = time.perf_counter()
+        conn.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        anonymous.append(time.perf_counter() - started)
+        conn.close()
+        assert response.status == 401, response.status
+    conn, discover = Connection(port, token), []
+    for _ in range(ROUND_TRIPS):
+        seconds, reply = conn.request("server/discover", {})
+        assert "result" in reply, reply
+        discover.append(seconds)
+
+    def summary(seconds):
+        return {"p50_ms": round(common.median(seconds) * 1000, 2),
+                "p99_ms": round(common.percentile(seconds, 99) * 1000, 2)}
+    return {"no_store": summary(anonymous), "discover": summary(discover)}
+
+
 def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=None,
-        articles=1000):
-    """Build a store, start kb-server --http, run the clients; returns the figures."""
+        articles=1000, target="new", workers=1, tree=None, measure_round_trips=False):
+    """Build a store, start one target server, run the clients; returns the figures."""
     if clients < 1 or calls < 1 or articles < HOT:
         raise ValueError("http load needs clients >= 1, calls >= 1, articles >= %d" % HOT)
+    tree = tree or str(common.ROOT)
     tmp = tempfile.mkdtemp(prefix="kb-bench-http-", dir=directory)
     address = common.store_address(engine, tmp, "httpload", postgres_url)
     server = None
     try:
         rows = corpus.articles(random.Random(SEED), articles)
-        with KBStore(address, create=True) as store:
-            store.create_knowledge_base(KB)
-            store.create_articles(KB, rows)
-            token = store.create_token("load", [KB], "allow")
-            head = store.head_sequence(KB)
-        server = subprocess.Popen([sys.executable, "-m", "kbcite.server", "--db", address,
-                                   "--http", "127.0.0.1:0", "--workers", "8"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                  env=common.child_env())
+        made = subprocess.run([sys.executable, "-c", MAKE_STORE, tree, address, KB],
+                              input=json.dumps(rows), capture_output=True, text=True,
+                              timeout=600)
+        if made.returncode != 0:
+            raise RuntimeError("the %s store was not made: %s" % (target, made.stderr[-2000:]))
+        made = json.loads(made.stdout)
+        token, head, titles = made["token"], made["head"], [title for title, _ in rows]
+        argv, env = server_command(target, address, tree, workers)
+        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True, env=env, cwd=tree)
         port = None
         while port is None:
             line = server.stderr.readline()
             if not line:
-                raise RuntimeError("kb-server did not start")
+                raise RuntimeError("the %s server did not start" % target)
             if line.startswith("kb-server: serving http://"):
                 port = int(line.rsplit(":", 1)[1].split("/")[0])
         threading.Thread(target=lambda: server.stderr.read(), daemon=True).start()
-        titles = [title for title, _ in rows]
+        Connection(port, token).request("server/discover", {})  # every process is up
+        time.sleep(0.5)
+        idle_mb = rss_mb(server.pid)
+        trips = round_trips(port, token) if measure_round_trips else None
+        peak = [idle_mb or 0]
+        done = threading.Event()
+
+        def sample():
+            while not done.wait(0.2):
+                peak.append(rss_mb(server.pid) or 0)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         out, threads = [], []
         load_start = common.load()
         started = time.perf_counter()
@@ -163,23 +295,19 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
         for thread in threads:
             thread.join()
         wall = time.perf_counter() - started
+        done.set()
+        sampler.join()
         accepted = [a for o in out for a in o["accepted"]]
         errors = [e for o in out for e in o["errors"]]
-        lost = 0
-        with KBStore(address) as store:
-            problems = store.audit()
-            for article_id in {a for a, _ in accepted}:
-                lines = store.get_article(KB, article_id)["content"].split("\n")
-                for _, line in [a for a in accepted if a[0] == article_id]:
-                    lost += lines.count(line) != 1
-            events = store.head_sequence(KB) - head
+        lost, problems, events = check_store(tree, address, accepted, head)
         per_tool = {}
         for kind, _ in MIX:
             seconds = [s for o in out for s in o["timings"][kind]]
             per_tool[kind] = {"calls": len(seconds),
                               "p50_ms": round(common.median(seconds) * 1000, 2),
                               "p99_ms": round(common.percentile(seconds, 99) * 1000, 2)}
-        return {"engine": engine, "clients": clients, "calls_per_client": calls,
+        return {"target": target, "workers": workers, "engine": engine, "clients": clients,
+                "calls_per_client": calls,
                 "calls": sum(t["calls"] for t in per_tool.values()), "wall_s": round(wall, 1),
                 "calls_per_s": round(sum(t["calls"] for t in per_tool.values()) / wall, 1),
                 "per_tool": per_tool, "protocol_errors": len(errors),
@@ -188,7 +316,8 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
                 "connection_error_samples": [d for o in out for d in o["dropped"]][:3],
                 "accepted_edits": len(accepted),
                 "conflicts": sum(o["conflicts"] for o in out), "lost_updates": lost,
-                "events": events, "audit": problems or "ok",
+                "events": events, "audit": problems or "ok", "rss_idle_mb": idle_mb,
+                "rss_peak_mb": max(peak), "round_trips": trips,
                 "load": [load_start, common.load()]}
     finally:
         if server is not None:
@@ -198,54 +327,135 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+CHECK_STORE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from kbcite import KBStore
+accepted, head = json.loads(sys.stdin.read()), int(sys.argv[3])
+lost = 0
+with KBStore(sys.argv[2]) as store:
+    problems = store.audit()
+    for article_id in sorted({a for a, _ in accepted}):
+        lines = store.get_article(sys.argv[4], article_id)["content"].split("\n")
+        lost += sum(lines.count(line) != 1 for a, line in accepted if a == article_id)
+    events = store.head_sequence(sys.argv[4]) - head
+print(json.dumps([lost, problems, events]))
+"""
+
+
+def check_store(tree, address, accepted, head):
+    """``(lost updates, audit problems, events written)``, read with the target's package."""
+    done = subprocess.run([sys.executable, "-c", CHECK_STORE, tree, address, str(head), KB],
+                          input=json.dumps(accepted), capture_output=True, text=True,
+                          timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError("the store could not be checked: %s" % done.stderr[-2000:])
+    return json.loads(done.stdout)
+
+
 def render(results):
-    """The load runs as a Markdown table, one row per engine."""
+    """The load runs as a Markdown table, one row per run."""
     rows = []
     for r in results:
         tools = r["per_tool"]
-        rows.append([r["engine"], "%d x %d" % (r["clients"], r["calls_per_client"]),
-                     common.n(r["calls"]), "%.0f" % r["calls_per_s"]]
+        trips = r.get("round_trips") or {}
+        rows.append([r.get("target", "new"), r.get("workers", 1), r["engine"],
+                     "%d x %d" % (r["clients"], r["calls_per_client"]), "%.0f" % r["calls_per_s"]]
                     + ["%s / %s" % (tools[k]["p50_ms"], tools[k]["p99_ms"]) for k, _ in MIX]
+                    + ["%s / %s" % (r.get("rss_idle_mb"), r.get("rss_peak_mb"))]
+                    + ["%s / %s" % (trips[k]["p50_ms"], trips[k]["p99_ms"]) if k in trips
+                       else "" for k in ("no_store", "discover")]
                     + [r["protocol_errors"], r["connection_errors"],
-                       common.n(r["accepted_edits"]), common.n(r["conflicts"]), r["lost_updates"],
+                       common.n(r["accepted_edits"]), r["lost_updates"],
                        "ok" if r["audit"] == "ok" else "FAILED"])
-    return common.table(["engine", "clients x calls", "calls", "calls/s",
+    return common.table(["server", "processes", "engine", "clients x calls", "calls/s",
                          "search p50 / p99 ms", "read p50 / p99 ms", "poll p50 / p99 ms",
-                         "edit p50 / p99 ms", "protocol errors", "connection errors",
-                         "accepted edits",
-                         "conflicts", "lost updates", "audit"], rows)
+                         "edit p50 / p99 ms", "RSS idle / peak MB", "no-store p50 / p99 ms",
+                         "discover p50 / p99 ms", "protocol errors", "connection errors",
+                         "accepted edits", "lost updates", "audit"], rows)
 
 
-if __name__ == "__main__":
-    import argparse
+def summarize(results):
+    """Per target and process count: the median calls/s over the rounds, and its ratios."""
+    groups = {}
+    for r in results:
+        groups.setdefault((r["target"], r["workers"], r["engine"], r["clients"]), []).append(r)
+    medians = {key: common.median([r["calls_per_s"] for r in runs])
+               for key, runs in groups.items()}
+    lines = []
+    for key, value in sorted(medians.items()):
+        target, workers, engine, clients = key
+        versus = ["%.2fx %s" % (value / medians[other], other[0]) for other in sorted(medians)
+                  if other[0] != target and other[1:] == (1, engine, clients) and workers == 1]
+        lines.append("%s, %d process(es), %s, %d clients: median %.0f calls/s over %d run(s)%s"
+                     % (target, workers, engine, clients, value, len(groups[key]),
+                        " (%s)" % ", ".join(versus) if versus else ""))
+    return "\n".join(lines)
 
+
+def main(argv=None):
+    """Run the rounds; print the table and the medians; exit 1 if any run lost or broke."""
     parser = argparse.ArgumentParser(prog="bench/http_load.py", description=__doc__.split(
         "\n\n")[0])
     parser.add_argument("--clients", type=int, default=16, help="client threads (default 16)")
     parser.add_argument("--calls", type=int, default=250, help="calls per client (default 250)")
-    parser.add_argument("--engines", default="sqlite,postgresql",
-                        help="sqlite, postgresql or both (default both)")
+    parser.add_argument("--targets", default=",".join(TARGETS),
+                        help="new, old, sdk, comma-separated (default all three)")
+    parser.add_argument("--workers", default="1",
+                        help="the new server's process counts, comma-separated (default 1)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every target (3)")
+    parser.add_argument("--old-ref", help="the old server's commit (default: the parent of the "
+                                          "commit that removed kbcite/server/http.py)")
+    parser.add_argument("--engines", default="sqlite",
+                        help="sqlite, postgresql or both (default sqlite)")
     parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server (default: a "
                         "throwaway cluster)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
-    args = parser.parse_args()
-
+    args = parser.parse_args(argv)
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    unknown = set(targets) - set(TARGETS)
+    if unknown:
+        parser.error("argument --targets: unknown %s (choose from %s)"
+                     % (", ".join(sorted(unknown)), ", ".join(TARGETS)))
+    tree, remove = None, (lambda: None)
+    if "old" in targets:
+        tree, remove = worktree(args.old_ref or old_ref())
+    runs = [("new", int(w)) for w in args.workers.split(",") if "new" in targets] + [
+        (t, 1) for t in targets if t != "new"]
     results = []
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    for engine in engines:
-        url, cleanup = None, (lambda: None)
-        if engine == "postgresql":
-            url, cleanup, why = common.server_for(args.postgres)
-            if why:
-                print("PostgreSQL not measured: %s." % why)
-                continue
-        try:
-            results.append(run(args.clients, args.calls, engine=engine, postgres_url=url))
-        finally:
-            cleanup()
+    try:
+        for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
+            url, cleanup = None, (lambda: None)
+            if engine == "postgresql":
+                url, cleanup, why = common.server_for(args.postgres)
+                if why:
+                    print("PostgreSQL not measured: %s." % why)
+                    continue
+            try:
+                for round_ in range(args.rounds):
+                    for target, workers in runs:
+                        results.append(run(args.clients, args.calls, engine=engine,
+                                           postgres_url=url, target=target, workers=workers,
+                                           tree=tree if target == "old" else None,
+                                           measure_round_trips=True))
+                        print("round %d: %s x%d: %.0f calls/s" % (
+                            round_ + 1, target, workers, results[-1]["calls_per_s"]),
+                            file=sys.stderr, flush=True)
+            finally:
+                cleanup()
+    finally:
+        remove()
     print(render(results))
+    print()
+    print(summarize(results))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(results, fh, indent=1)
-    sys.exit(0 if all(r["protocol_errors"] == 0 and r["connection_errors"] == 0 and
-                      r["lost_updates"] == 0 and r["audit"] == "ok" for r in results) else 1)
+            json.dump({"version": common.code_version(), "machine": common.machine(),
+                       "old_ref": args.old_ref or (old_ref() if "old" in targets else None),
+                       "runs": results}, fh, indent=1)
+    return 0 if all(r["protocol_errors"] == 0 and r["connection_errors"] == 0 and
+                    r["lost_updates"] == 0 and r["audit"] == "ok" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
