@@ -47,6 +47,11 @@ IDLE_TIMEOUT_S = 60.0
 # under the descriptor limit serve_http raises to fit it.
 MAX_CONNECTIONS = 2048
 
+# Request deadlines are looked at this often, for every connection at once: a timer of its own
+# for each request cost more than the deadline is worth at hundreds of requests a second. A
+# request is cut off within this long after its deadline.
+SWEEP_S = 0.5
+
 # A refused connection is closed this long after its answer (RFC 9112 9.6, "lingering
 # close"): closing with input unread would reset it, and the client could lose the answer.
 LINGER_S = 1.0
@@ -111,7 +116,7 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(config, server_state, app_state, _loop)
         self.guard = getattr(config, "kb_guard", None) or Guard()
         self.conn = self._new_conn()
-        self._deadline = None
+        self._started = None  # the loop's time at the first byte of the request under way
         self._refused = False
         self._head_seen = 0
         self._head_tail = b""
@@ -142,6 +147,7 @@ class GuardedH11Protocol(H11Protocol):
         # connection that sends nothing, now and between requests.
         self.timeout_keep_alive_task = self.loop.call_later(
             self.guard.idle_timeout, self.timeout_keep_alive_handler)
+        _sweep_later(self.loop, self.server_state)
 
     def connection_lost(self, exc):
         """Stop the request deadline with the connection."""
@@ -154,8 +160,8 @@ class GuardedH11Protocol(H11Protocol):
         if self._refused:
             return
         if self.conn.their_state is h11.IDLE:
-            if self._deadline is None:
-                self._deadline = self.loop.call_later(self.guard.request_timeout, self._too_slow)
+            if self._started is None:
+                self._started = self.loop.time()
             if self._head_too_big(data):
                 return
         super().data_received(data)
@@ -183,13 +189,15 @@ class GuardedH11Protocol(H11Protocol):
         return False
 
     def _disarm(self):
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        self._started = None
+
+    def overdue(self, now):
+        """Whether the request under way has passed its deadline."""
+        return self._started is not None and now - self._started > self.guard.request_timeout
 
     def _too_slow(self):
         """The request deadline passed: 408, unless an answer is already under way."""
-        self._deadline = None
+        self._started = None
         if self.transport.is_closing():
             return
         quiet.info("slow", "closed a connection from %s: no whole request within %g s "
@@ -241,3 +249,23 @@ class GuardedH11Protocol(H11Protocol):
             self.loop.call_later(LINGER_S, self.transport.close)
         else:
             self.transport.close()
+
+
+
+def _sweep_later(loop, server_state):
+    """Make sure the connections of a server (uvicorn's ServerState) are swept for overdue
+    requests every SWEEP_S, while it has any."""
+    if not getattr(server_state, "kb_sweeping", False):
+        server_state.kb_sweeping = True
+        loop.call_later(SWEEP_S, _sweep, loop, server_state)
+
+
+def _sweep(loop, server_state):
+    now = loop.time()
+    for protocol in list(server_state.connections):
+        if isinstance(protocol, GuardedH11Protocol) and protocol.overdue(now):
+            protocol._too_slow()
+    if server_state.connections:
+        loop.call_later(SWEEP_S, _sweep, loop, server_state)
+    else:
+        server_state.kb_sweeping = False

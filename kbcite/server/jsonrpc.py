@@ -16,6 +16,20 @@ HEADER_MISMATCH = -32020
 MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
+# Where a tool result's structuredContent goes when its response is encoded: the JSON text
+# already made for its text block is put there as it is, instead of encoding the structure a
+# second time (a private-use character cannot come from the server itself; a client's string
+# equal to it is escaped or lies before this, the last one of the response).
+_SPLICE = "\ue000kbcite structuredContent\ue000"
+_SPLICE_JSON = '"%s"' % _SPLICE
+
+
+class ToolResult(dict):
+    """A successful CallToolResult that keeps the JSON text of its structuredContent, so that
+    the response carrying it encodes the structure once, not twice (``encode``)."""
+
+    __slots__ = ("text",)
+
 
 class RpcError(Exception):
     """A JSON-RPC error, answered in place of a result."""
@@ -59,9 +73,19 @@ def to_json(value):
 def encode(message):
     """A message as UTF-8 bytes; a lone surrogate (echoed from a client's escapes) escaped."""
     try:
-        return to_json(message).encode("utf-8")
+        return _text(message).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _text(message):
+    """A message as JSON text, a tool result's structure spliced in from its own text."""
+    result = message.get("result") if isinstance(message, dict) else None
+    if type(result) is not ToolResult:
+        return to_json(message)
+    head, _, tail = to_json(dict(message, result=dict(
+        result, structuredContent=_SPLICE))).rpartition(_SPLICE_JSON)
+    return head + result.text + tail
 
 
 # -- one message in, what to do with it -------------------------------------------------------
@@ -112,8 +136,10 @@ def result_response(request_id, result):
 
 def tool_result(structured):
     """A successful CallToolResult: the result as structuredContent and as JSON text."""
-    return {"content": [{"type": "text", "text": to_json(structured)}],
-            "structuredContent": structured}
+    text = to_json(structured)
+    result = ToolResult(content=[{"type": "text", "text": text}], structuredContent=structured)
+    result.text = text
+    return result
 
 
 def tool_error(error):
