@@ -83,7 +83,60 @@ CORS_MAX_AGE = b"600"
 SSE_HEADERS = [(b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-store"),
                (b"X-Accel-Buffering", b"no"), (b"Connection", b"close")]
 
+# The environment app_from_env reads, each to a Settings field and its type.
+ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": ("max_body", int),
+               "KB_THREADS": ("threads", int), "KB_QUEUED_EDITS": ("queued_edits", int),
+               "KB_APPROVAL_TTL": ("approval_ttl", int),
+               "KB_AUTHORIZATION_SERVER": ("authorization_server", str),
+               "KB_SESSION_TIMEOUT": ("session_timeout", float),
+               "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int)}
+
 log = logging.getLogger(__name__)
+
+
+class Refusal(Exception):
+    """An HTTP request refused: a status, headers, a JSON body, and whether to close."""
+
+    def __init__(self, status, body=None, headers=(), close=False):
+        super().__init__(status)
+        self.reply = Reply(status, body, list(headers), close)
+
+
+@dataclass(frozen=True)
+
+
+class Settings:
+    """What the app serves and its limits; plain data, so uvicorn can hand it to every worker
+    process."""
+
+    db: str
+    signing_secret: bytes
+    allowed_origins: tuple = ()
+    # The name the server was told to listen on (kb-server --http NAME:PORT): also its own.
+    host: Optional[str] = None
+    max_body: int = MAX_BODY
+    threads: int = READERS
+    queued_edits: int = QUEUED_EDITS
+    approval_ttl: int = APPROVAL_TTL_S
+    authorization_server: Optional[str] = None
+    session_timeout: float = SESSION_TIMEOUT_S
+    sessions_per_token: int = SESSIONS_PER_TOKEN
+    max_requests: int = MAX_REQUESTS
+
+
+class Reply:
+    """A whole response (JSON when there is a body), or the last event of a stream."""
+
+    __slots__ = ("status", "body", "headers", "close", "streamed", "cors")
+
+    def __init__(self, status, body=None, headers=None, close=False, streamed=False, cors=True):
+        self.status = status
+        self.body = body
+        self.headers = headers or []
+        self.close = close
+        self.streamed = streamed
+        # False for a refused preflight: the browser must not read it as allowed.
+        self.cors = cors
 
 
 class Throttle:
@@ -111,36 +164,7 @@ class Throttle:
         if emit:
             self.logger.info(message, *args)
 
-
 quiet = Throttle(log)
-
-
-class Refusal(Exception):
-    """An HTTP request refused: a status, headers, a JSON body, and whether to close."""
-
-    def __init__(self, status, body=None, headers=(), close=False):
-        super().__init__(status)
-        self.reply = Reply(status, body, list(headers), close)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the app serves and its limits; plain data, so uvicorn can hand it to every worker
-    process."""
-
-    db: str
-    signing_secret: bytes
-    allowed_origins: tuple = ()
-    # The name the server was told to listen on (kb-server --http NAME:PORT): also its own.
-    host: Optional[str] = None
-    max_body: int = MAX_BODY
-    threads: int = READERS
-    queued_edits: int = QUEUED_EDITS
-    approval_ttl: int = APPROVAL_TTL_S
-    authorization_server: Optional[str] = None
-    session_timeout: float = SESSION_TIMEOUT_S
-    sessions_per_token: int = SESSIONS_PER_TOKEN
-    max_requests: int = MAX_REQUESTS
 
 
 class Threads:
@@ -204,21 +228,6 @@ def _settle(future, result, error):
         future.set_exception(error)
     else:
         future.set_result(result)
-
-
-class Reply:
-    """A whole response (JSON when there is a body), or the last event of a stream."""
-
-    __slots__ = ("status", "body", "headers", "close", "streamed", "cors")
-
-    def __init__(self, status, body=None, headers=None, close=False, streamed=False, cors=True):
-        self.status = status
-        self.body = body
-        self.headers = headers or []
-        self.close = close
-        self.streamed = streamed
-        # False for a refused preflight: the browser must not read it as allowed.
-        self.cors = cors
 
 
 def refusal(message, code=INVALID_REQUEST, request_id=None, data=None):
@@ -299,6 +308,20 @@ def _parse(body):
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # RecursionError: JSON nested deeper than the decoder goes is unparsable too.
         return None, "Parse error: %s" % exc
+
+
+def _may_wait(message):
+    """Whether a request may wait long (an edit: for a lock, or a person), so that a client
+    going away must be noticed while it is served."""
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return False
+    params = message.get("params")
+    return isinstance(params, dict) and params.get("name") == "edit_knowledge_article"
+
+
+def event(message):
+    """A JSON-RPC message as one server-sent event."""
+    return b"event: message\r\ndata: " + encode(message) + b"\r\n\r\n"
 
 
 async def _watch(receive, watch):
@@ -387,11 +410,6 @@ class Stream:
         if call.cancelled.is_set():
             raise Cancelled()
         return reply
-
-
-def event(message):
-    """A JSON-RPC message as one server-sent event."""
-    return b"event: message\r\ndata: " + encode(message) + b"\r\n\r\n"
 
 
 class McpApp:
@@ -865,18 +883,6 @@ class McpApp:
                 self.sessions.release(session)
 
 
-def _may_wait(message):
-    """Whether a request may wait long (an edit: for a lock, or a person), so that a client
-    going away must be noticed while it is served."""
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
-        return False
-    params = message.get("params")
-    return isinstance(params, dict) and params.get("name") == "edit_knowledge_article"
-
-
-# -- making the app --------------------------------------------------------------------------
-
-
 def create_app(db, *, signing_secret=None, **options):
     """The MCP endpoint for the store at ``db``, as an ASGI application to run or mount.
 
@@ -891,15 +897,6 @@ def create_app(db, *, signing_secret=None, **options):
     if "allowed_origins" in options:
         options["allowed_origins"] = tuple(options["allowed_origins"])
     return McpApp(Settings(db=db, signing_secret=signing_secret, **options))
-
-
-# The environment app_from_env reads, each to a Settings field and its type.
-ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": ("max_body", int),
-               "KB_THREADS": ("threads", int), "KB_QUEUED_EDITS": ("queued_edits", int),
-               "KB_APPROVAL_TTL": ("approval_ttl", int),
-               "KB_AUTHORIZATION_SERVER": ("authorization_server", str),
-               "KB_SESSION_TIMEOUT": ("session_timeout", float),
-               "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int)}
 
 
 def app_from_env():
