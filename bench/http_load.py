@@ -28,6 +28,7 @@ whatever else loads the machine falls on each alike:
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -50,6 +51,8 @@ THREADS = 8  # tool calls at once per server process, on every target
 ROUND_TRIPS = 300
 TARGETS = ("new", "old", "sdk")
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Client processes start their clients together this long after they are spawned.
+CLIENT_START_S = 5.0
 
 # Builds the store for a target with that target's own package (the articles on stdin), so a
 # server from another commit opens a store of its own schema.
@@ -169,6 +172,39 @@ def client(port, token, name, calls, titles, out):
                 "conflicts": conflicts})
 
 
+def client_group(port, token, names, calls, titles, start_at=None):
+    """Clients ``names`` on threads of one process, from ``start_at`` (``time.time()``, the same
+    for every process) or now: their outcomes, and when they started and ended."""
+    out, threads = [], []
+    if start_at is not None:
+        time.sleep(max(0.0, start_at - time.time()))
+    started = time.time()
+    for name in names:
+        threads.append(threading.Thread(target=client, args=(port, token, name, calls, titles,
+                                                             out)))
+        threads[-1].start()
+    for thread in threads:
+        thread.join()
+    return out, started, time.time()
+
+
+def run_clients(port, token, clients, calls, titles, processes):
+    """``(every client's outcome, the seconds from the first start to the last end)``:
+    ``clients`` threads in this process, or spread over ``processes`` processes (a client
+    process is bound by its own interpreter lock too)."""
+    names = ["c%d" % i for i in range(clients)]
+    if processes <= 1:
+        out, started, ended = client_group(port, token, names, calls, titles)
+        return out, ended - started
+    groups = [names[i::processes] for i in range(processes)]
+    start_at = time.time() + CLIENT_START_S  # every process started and ready by then
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        done = pool.starmap(client_group, [(port, token, group, calls, titles, start_at)
+                                           for group in groups if group])
+    return ([o for out, _, _ in done for o in out],
+            max(e for _, _, e in done) - min(s for _, s, _ in done))
+
+
 # -- the servers -------------------------------------------------------------------------------
 
 
@@ -245,7 +281,8 @@ def round_trips(port, token):
 
 
 def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=None,
-        articles=1000, target="new", workers=1, tree=None, measure_round_trips=False):
+        articles=1000, target="new", workers=1, tree=None, measure_round_trips=False,
+        client_processes=1):
     """Build a store, start one target server, run the clients; returns the figures."""
     if clients < 1 or calls < 1 or articles < HOT:
         raise ValueError("http load needs clients >= 1, calls >= 1, articles >= %d" % HOT)
@@ -285,16 +322,8 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
                 peak.append(rss_mb(server.pid) or 0)
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        out, threads = [], []
         load_start = common.load()
-        started = time.perf_counter()
-        for i in range(clients):
-            threads.append(threading.Thread(target=client, args=(port, token, "c%d" % i, calls,
-                                                                 titles, out)))
-            threads[-1].start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - started
+        out, wall = run_clients(port, token, clients, calls, titles, client_processes)
         done.set()
         sampler.join()
         accepted = [a for o in out for a in o["accepted"]]
@@ -307,6 +336,7 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
                               "p50_ms": round(common.median(seconds) * 1000, 2),
                               "p99_ms": round(common.percentile(seconds, 99) * 1000, 2)}
         return {"target": target, "workers": workers, "engine": engine, "clients": clients,
+                "client_processes": client_processes,
                 "calls_per_client": calls,
                 "calls": sum(t["calls"] for t in per_tool.values()), "wall_s": round(wall, 1),
                 "calls_per_s": round(sum(t["calls"] for t in per_tool.values()) / wall, 1),
@@ -404,6 +434,8 @@ def main(argv=None):
     parser.add_argument("--workers", default="1",
                         help="the new server's process counts, comma-separated (default 1)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every target (3)")
+    parser.add_argument("--client-processes", type=int, default=1,
+                        help="processes the client threads are spread over (default 1)")
     parser.add_argument("--old-ref", help="the old server's commit (default: the parent of the "
                                           "commit that removed kbcite/server/http.py)")
     parser.add_argument("--engines", default="sqlite",
@@ -437,7 +469,8 @@ def main(argv=None):
                         results.append(run(args.clients, args.calls, engine=engine,
                                            postgres_url=url, target=target, workers=workers,
                                            tree=tree if target == "old" else None,
-                                           measure_round_trips=True))
+                                           measure_round_trips=True,
+                                           client_processes=args.client_processes))
                         print("round %d: %s x%d: %.0f calls/s" % (
                             round_ + 1, target, workers, results[-1]["calls_per_s"]),
                             file=sys.stderr, flush=True)
