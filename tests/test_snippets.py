@@ -2,8 +2,9 @@
 
 Each page's ```sh blocks run in order, as one bash session (``set -euo pipefail``), in a fresh
 copy of the project, with ``kb``, ``kb-server``, ``kb-sim`` and ``python`` on PATH. A stand-in
-``claude`` starts the server command given to ``claude mcp add`` and lists its tools, and each
-Claude Desktop configuration shown is started the same way. A block preceded by
+``claude`` starts the server command given to ``claude mcp add`` and lists its tools (with
+``--transport http``, it lists the tools at the URL with the headers given), and each Claude
+Desktop configuration shown is started the same way. A block preceded by
 ``<!-- snippet: slow: REASON -->`` is only checked for syntax, unless KB_SLOW_SNIPPETS=1.
 """
 
@@ -49,8 +50,45 @@ def check(command):
 '''
 
 FAKE_CLAUDE = HANDSHAKE + r'''
+import urllib.request
+
+def check_http(url, headers):
+    """The handshake over Streamable HTTP with the given headers, as Claude Code does it."""
+    def post(message, session=None):
+        sent = dict(headers, **{"Content-Type": "application/json",
+                                "Accept": "application/json, text/event-stream"})
+        if session:
+            sent.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+        request = urllib.request.Request(url, json.dumps(message).encode(), sent)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            body = response.read()
+            return response.headers.get("Mcp-Session-Id"), json.loads(body) if body else None
+    session, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "snippet-check", "version": "1"}}})
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    _, listed = post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session)
+    names = sorted(t["name"] for t in listed["result"]["tools"])
+    print("%s serves %s" % (url, ", ".join(names)))
+
 args = sys.argv[1:]
-if args[:2] == ["mcp", "add"]:
+if args[:2] == ["mcp", "add"] and "--transport" in args and \
+        args[args.index("--transport") + 1:][:1] == ["http"]:
+    rest, headers, positional = args[2:], {}, []
+    while rest:
+        flag = rest.pop(0)
+        if flag in ("--transport", "-t", "--scope", "-s"):
+            rest.pop(0)
+        elif flag in ("--header", "-H"):
+            name, _, value = rest.pop(0).partition(":")
+            headers[name.strip()] = value.strip()
+        else:
+            positional.append(flag)
+    if len(positional) != 2:
+        sys.exit("fake claude: expected NAME URL, got %r" % positional)
+    check_http(positional[1], headers)
+    print("Added HTTP MCP server %s with URL: %s" % tuple(positional))
+elif args[:2] == ["mcp", "add"]:
     if "--" not in args:
         sys.exit("fake claude: no -- before the server command")
     command = args[args.index("--") + 1:]
