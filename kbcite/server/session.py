@@ -2,8 +2,9 @@
 questions put to the client, and the notifications that act on them.
 
 A ``Session`` is what a handshake (2025-11-25 and earlier) negotiated: one per process on
-stdio, one per ``Mcp-Session-Id`` over HTTP. A 2026-07-28 request has no session; its
-``Call`` lives as long as the request.
+stdio; over HTTP the store keeps what was negotiated and each process holds a copy for the
+requests of the session it serves (``http_sessions``). A 2026-07-28 request has no session;
+its ``Call`` lives as long as the request.
 """
 
 import logging
@@ -89,18 +90,14 @@ class Session:
         with self.lock:
             self.calls.pop(id_key(call.request_id), None)
 
-    def notify(self, message, strict=True):
-        """Act on a client's notification: initialized, or cancelled; any other is ignored.
-
-        Params that are not an object: stdio (``strict``) ignores the notification, HTTP reads
-        it as having none, as each always has.
-        """
+    def notify(self, message):
+        """Act on a client's notification on stdio: initialized, or cancelled; any other, and
+        one whose params are not an object, is ignored. (HTTP sessions act on theirs through
+        ``http_sessions``, which may have to reach another process.)"""
         method, params = message["method"], message.get("params")
         if params is not None and not isinstance(params, dict):
-            if strict:
-                log.info("ignored %s with params that are not an object", method)
-                return
-            params = None
+            log.info("ignored %s with params that are not an object", method)
+            return
         if method == "notifications/initialized":
             self.initialized = True
         elif method == "notifications/cancelled":
