@@ -577,6 +577,35 @@ def test_a_question_whose_client_went_away_ends_at_once(served, server):
         "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})[0] == 200
 
 
+def test_a_modern_edit_whose_client_went_away_is_cancelled(served, server, hold_write_lock):
+    """2026-07-28/basic/transports/streamable-http.mdx, "Cancellation": closing the response
+    stream is the request's cancellation. An edit waiting for another writer's lock stops
+    where it waits, and nothing is written when the lock comes free."""
+    s = server()
+    with kbcite.KBStore(str(served.path)) as store:
+        before = store.get_article("support", served.password)
+    body = json.dumps({"jsonrpc": "2.0", "id": "gone", "method": "tools/call", "params": {
+        "name": EDIT, "arguments": {
+            "knowledge_base_id": "support", "article_id": served.password,
+            "content": "Never written.", "expected_version": before["updated_at"],
+            "idempotency_key": "modern-gone"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+    with hold_write_lock(served.path) as release:
+        sock = connect(s)
+        sock.sendall(head(s, token=served.allow, headers=[
+            ("Content-Type", "application/json"), ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", "tools/call"), ("Mcp-Name", EDIT),
+            ("Content-Length", str(len(body)))]) + body)
+        time.sleep(1)
+        sock.close()
+        s.wait_for_log("the client closed its connection, which cancels it", timeout=5)
+        release()
+    time.sleep(1)
+    with kbcite.KBStore(str(served.path)) as store:
+        assert store.get_article("support", served.password) == before
+
+
 def test_sessions_expire_are_capped_per_token_and_end_with_their_token(served, server):
     """transports.mdx, "Session Management" 3: the server may end a session; the client then
     hears 404 and initializes anew. Idle ones end, a token's oldest beyond its cap end, and

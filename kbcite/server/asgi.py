@@ -364,6 +364,8 @@ class Watch:
 
     def _end(self):
         if self._modern:
+            log.info("request %r: the client closed its connection, which cancels it (nothing "
+                     "is written that was not yet)", self._call.request_id)
             self._call.cancel()
         elif self._session is not None and self._session.abandon(self._call):
             log.info("session %s: the client closed the stream of request %r while a person "
