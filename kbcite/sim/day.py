@@ -12,7 +12,7 @@ from .edit_trial import EditTrial
 from .expectations import expected_checks, expected_edits, save_chances
 from .model import CHECK_STEP, EDIT_STEP, HOUR_US, KB_ID, QUESTION_STEP, SimClock
 from .oracle import Oracle
-from .plan import make_paragraph, people_saves
+from .plan import people_saves, rewrite
 
 
 def fill_store(store, plan):
@@ -127,10 +127,9 @@ class DayRun:
             return
         current = self.store.get_article(KB_ID, article_id)
         action, subject = self.plan.subjects[change.article]
-        u = save.text_u
         paragraphs = current["content"].split("\n\n")
-        paragraphs[min(int(u[0] * len(paragraphs)), len(paragraphs) - 1)] = make_paragraph(
-            subject, action, u[1:7])
+        index, text = rewrite(save, len(paragraphs), subject, action)
+        paragraphs[index] = text
         title = change.title if save.kind == "content_title" else None
         self.store.save_article(KB_ID, article_id, content="\n\n".join(paragraphs), title=title)
 

@@ -70,6 +70,13 @@ def make_paragraph(subject, action, u):
                       make_sentence(subject, action, u[3:6]))
 
 
+def rewrite(save, count, subject, action):
+    """``(index, text)``: the paragraph a content save replaces among ``count``, and its new
+    text, from the save's uniforms (the first picks the paragraph, the next six write it)."""
+    u = save.text_u
+    return min(int(u[0] * count), count - 1), make_paragraph(subject, action, u[1:7])
+
+
 def make_titles(rng, n):
     """``n`` distinct titles with their subjects, drawn from the vocabulary."""
     seen, titles, subjects = set(), [], []
