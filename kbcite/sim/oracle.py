@@ -4,6 +4,9 @@ It never calls the store, so a store that answers wrongly cannot also make the t
 
 import bisect
 
+from .passages import changed_verdict
+from .plan import rewrite
+
 
 def any_between(steps, after, before):
     """Whether sorted ``steps`` holds one strictly between ``after`` and ``before``."""
@@ -20,8 +23,10 @@ class Oracle:
     follows its read, changed once any other save does, and fresh otherwise.
     """
 
-    def __init__(self, titles, changes):
+    def __init__(self, titles, changes, bodies=None, subjects=None):
         self.titles = titles
+        self.changes, self.bodies, self.subjects = changes, bodies, subjects
+        self.texts = None  # article -> (steps, paragraphs after each): made when first asked
         self.steps, self.withdrawn, self.retitled = {}, {}, {}
         for change in changes:
             self.steps.setdefault(change.article, []).append(change.step)
@@ -58,3 +63,41 @@ class Oracle:
         if status == "fresh" and any_between(own_edits, read, at):
             return "changed"
         return "accepted" if status == "fresh" else status
+
+    # The passages. Only people write on the checked days, so an article's paragraphs at any
+    # step follow from its body and the plan's saves; on the edit day the agent's own edits add
+    # paragraphs, and nothing there asks.
+
+    def paragraphs_at(self, article, step):
+        """The article's paragraphs just before ``step``, from its body and the plan's saves."""
+        if self.texts is None:
+            self.texts = self._replay()
+        steps, versions = self.texts.get(article, ((), ()))
+        i = bisect.bisect_left(steps, step)
+        return versions[i - 1] if i else tuple(self.bodies[article].split("\n\n"))
+
+    def passage(self, article, read, now, index):
+        """The verdict (``passages.VERDICTS``) at step ``now`` of a citation of ``article`` read
+        at ``read`` whose answer relied on paragraph ``index`` of the version read."""
+        status, cause = self.status(article, read, now)
+        if status != "changed":
+            return status
+        text = self.paragraphs_at(article, read)[index]
+        return changed_verdict(cause == "retitled", text in self.paragraphs_at(article, now))
+
+    def _replay(self):
+        """Every article's paragraphs after each of its content saves, as the people wrote them."""
+        current, texts = {}, {}
+        for change in self.changes:
+            if change.save.kind == "unpublish":
+                continue
+            a = change.article
+            paras = current.get(a) or self.bodies[a].split("\n\n")
+            action, subject = self.subjects[a]
+            index, text = rewrite(change.save, len(paras), subject, action)
+            paras = paras[:index] + [text] + paras[index + 1:]
+            current[a] = paras
+            steps, versions = texts.setdefault(a, ([], []))
+            steps.append(change.step)
+            versions.append(tuple(paras))
+        return texts

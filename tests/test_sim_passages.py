@@ -1,0 +1,192 @@
+"""The passage an answer relied on, found from its snippet and read, and the schedule's
+account of what became of it.
+"""
+
+import random
+
+from kbcite import changes
+from kbcite.search.snippets import make_snippet
+from kbcite.search.text import query_terms
+from kbcite.sim.day import fill_store
+from kbcite.sim.model import (CHECK_STEP, HOUR_US, KB_ID, QUESTION_STEP, SAVE_STEP, Change,
+                              Config, Save)
+from kbcite.sim.oracle import Oracle
+from kbcite.sim.passages import (Passage, change_bytes, locate, verdict_of_check,
+                                 verdict_of_read)
+from kbcite.sim.plan import draw_plan, make_body, people_saves, rewrite
+from kbcite.sim.runner import run_part
+from kbcite.store import KBStore
+
+SMALL = Config(articles=60, questions=24, saves=60, hours=4)
+
+CONTENT = "\n\n".join([
+    "Open the billing page and find the plan you pay for.",
+    "To rotate keys, open Security and choose the key to replace.",
+    "Keys rotated here stop working within an hour everywhere.",
+    "Write to support with the request ID if it still fails.",
+])
+
+
+def snippet(content, query):
+    return make_snippet(content, query_terms(query))
+
+
+# -- where the passage is ----------------------------------------------------------------------
+
+
+def test_the_passage_is_the_paragraph_of_the_first_marked_match():
+    s = snippet(CONTENT, "rotate keys")
+    assert s.count("**") >= 4
+    found = locate(s, CONTENT)
+    # The window's first mark is "rotate" of the second paragraph, not "Keys" of the third.
+    assert found == Passage(1, CONTENT.split("\n\n")[1], True)
+
+
+def test_a_window_that_starts_in_one_paragraph_and_matches_in_the_next():
+    s = snippet(CONTENT, "support request")
+    assert s.startswith("\u2026")  # the window starts after the content's first word
+    found = locate(s, CONTENT)
+    assert found.index == 3 and found.marked
+    head = "\u2026hour everywhere. Write to **support** with the"
+    assert locate(head + "\u2026", CONTENT).index == 3
+
+
+def test_a_snippet_without_a_match_points_at_its_windows_first_paragraph():
+    s = snippet(CONTENT, "absent words")
+    assert "**" not in s
+    assert locate(s, CONTENT) == Passage(0, CONTENT.split("\n\n")[0], False)
+
+
+def test_a_snippet_of_other_text_has_no_passage():
+    assert locate("To **rotate** passwords, open Security", CONTENT) is None
+    assert locate("", CONTENT) is None
+
+
+def test_the_first_run_of_the_windows_words_wins_and_a_cut_word_still_matches():
+    repeated = "Keys expire.\n\nKeys expire.\n\nOther text."
+    assert locate("**Keys** expire.", repeated).index == 0
+    assert locate("**Other** te", repeated).index == 2  # the scan's window cut the last word
+
+
+def test_on_text_of_unique_words_the_passage_is_exactly_the_first_marks_paragraph():
+    """Every word of the text is unique, so where the first marked word stands is known."""
+    rng = random.Random(8)
+    for case in range(300):
+        words = ["w%d" % i for i in range(400)]
+        paragraphs, at = [], 0
+        for _ in range(3 + int(rng.random() * 5)):
+            size = 3 + int(rng.random() * 40)
+            paragraphs.append(" ".join(words[at:at + size]))
+            at += size
+        content = "\n\n".join(paragraphs)
+        asked = ["w%d" % int(rng.random() * 450) for _ in range(1 + int(rng.random() * 3))]
+        s = snippet(content, " ".join(asked))
+        marked = [w.replace("**", "") for w in s.replace("\u2026", " ").split() if "**" in w]
+        first = marked[0] if marked else s.lstrip("\u2026").split()[0]
+        want = next(i for i, p in enumerate(paragraphs) if first in p.split())
+        assert locate(s, content) == Passage(want, paragraphs[want], bool(marked)), (case, s)
+
+
+def test_every_sim_body_and_query_gives_a_paragraph_holding_the_first_mark():
+    rng = random.Random(8)
+    plan = draw_plan(2, Config(articles=120))
+    for _ in range(400):
+        a = min(int(rng.random() * len(plan.bodies)), len(plan.bodies) - 1)
+        body = make_body(rng, *plan.subjects[a]) if rng.random() < 0.5 else plan.bodies[a]
+        query = plan.titles[min(int(rng.random() * len(plan.titles)), len(plan.titles) - 1)]
+        s = snippet(body, query.lower())
+        found = locate(s, body)
+        assert found is not None and found.text == body.split("\n\n")[found.index], (s, body)
+        if found.marked:
+            word = next(w for w in s.split() if "**" in w).replace("**", "")
+            assert word.strip(".,") in found.text
+
+
+# -- what became of it -------------------------------------------------------------------------
+
+
+class Cited:
+    updated_at, title = "v1", "Rotate keys"
+
+
+def test_verdicts_from_a_read_and_from_a_check():
+    paragraphs = CONTENT.split("\n\n")
+    passage = Passage(1, paragraphs[1], True)
+    other = CONTENT.replace(paragraphs[2], "Keys now stop working at once.")
+    mine = CONTENT.replace(paragraphs[1], "Open Security, then Keys.")
+    for title, content, want in (("Rotate keys", other, "intact"),
+                                 ("Rotate keys", mine, "rewritten"),
+                                 ("Rotate API keys", other, "retitled_intact"),
+                                 ("Rotate API keys", mine, "retitled_rewritten")):
+        article = {"updated_at": "v2", "title": title, "content": content}
+        assert verdict_of_read(Cited, passage, article) == want
+        change = changes.changes("Rotate keys", CONTENT, title, content)
+        result = {"status": "changed", "changes": change}
+        assert verdict_of_check(passage, CONTENT, result) == want
+    assert verdict_of_read(Cited, passage, None) == "gone"
+    assert verdict_of_read(Cited, passage, {"updated_at": "v1"}) == "fresh"
+    assert verdict_of_check(passage, CONTENT, {"status": "current", "changes": None}) == "fresh"
+    assert verdict_of_check(passage, CONTENT, {"status": "gone", "changes": None}) == "gone"
+    # Nothing to replay: the caller reads the article instead.
+    assert verdict_of_check(passage, CONTENT, {"status": "changed", "changes": None}) is None
+    cut = dict(changes.changes("a", CONTENT, "a", mine, limit=10))
+    assert cut["truncated"]
+    assert verdict_of_check(passage, CONTENT, {"status": "changed", "changes": cut}) is None
+    # A passage moved by an insertion above it still stands: anywhere counts.
+    moved = "New first paragraph.\n\n" + CONTENT
+    assert verdict_of_read(Cited, passage, {"updated_at": "v2", "title": "Rotate keys",
+                                            "content": moved}) == "intact"
+
+
+def test_the_bytes_of_a_change_are_its_paragraphs_and_titles():
+    change = changes.changes("Ab", "x\n\nyz", "Cd", "x\n\nuvw\n\nq")
+    assert change_bytes(change) == len("yz") + len("uvw") + len("q") + len("Ab") + len("Cd")
+    assert change_bytes(None) == 0
+    assert change_bytes(changes.changes("é", "é", "é", "é")) == 0
+
+
+# -- the oracle's paragraphs -------------------------------------------------------------------
+
+
+def test_the_oracles_paragraphs_are_the_stores_at_the_end_of_the_day(tmp_path):
+    plan = draw_plan(3, SMALL)
+    run_part(3, SMALL, "zipf", db_dir=str(tmp_path))
+    oracle = Oracle(plan.titles, people_saves(plan, False), plan.bodies, plan.subjects)
+    end = (SMALL.hours * HOUR_US, CHECK_STEP, SMALL.hours)
+    with KBStore() as fresh:
+        ids = fill_store(fresh, plan)
+    rewritten = 0
+    with KBStore(str(tmp_path / "seed3-zipf.db")) as store:
+        for a, article_id in enumerate(ids):
+            content = store.get_article(KB_ID, article_id)["content"]
+            assert "\n\n".join(oracle.paragraphs_at(a, end)) == content
+            rewritten += content != plan.bodies[a]
+    assert rewritten > 10
+
+
+def test_the_oracles_passage_on_a_hand_made_schedule():
+    body = "p0\n\np1\n\np2\n\np3"
+
+    def change(t, kind, index, title="Reset a"):
+        # text_u[0] picks the paragraph among four: index / 4 plus a little.
+        save = Save(t, kind, 0, 0, ((index + 0.5) / 4,) + (0.3,) * 8)
+        return Change((t, SAVE_STEP, t), 0, save, title, "Reset")
+
+    saves = [change(10, "content", 1), change(20, "content_title", 3, "Sync a"),
+             change(30, "unpublish", 0, "Sync a")]
+    oracle = Oracle(["Reset a"], saves, [body], [("Reset", "invoices")])
+    new1 = rewrite(saves[0].save, 4, "invoices", "Reset")
+    assert new1[0] == 1 and oracle.paragraphs_at(0, (15, CHECK_STEP, 0))[1] == new1[1]
+
+    def read(t):
+        return (t, QUESTION_STEP, 0)
+
+    def at(t):
+        return (t, CHECK_STEP, 0)
+
+    assert oracle.passage(0, read(5), at(8), 1) == "fresh"
+    assert oracle.passage(0, read(5), at(15), 1) == "rewritten"
+    assert oracle.passage(0, read(5), at(15), 2) == "intact"
+    assert oracle.passage(0, read(15), at(25), 3) == "retitled_rewritten"
+    assert oracle.passage(0, read(5), at(25), 0) == "retitled_intact"
+    assert oracle.passage(0, read(5), at(35), 0) == "gone"
