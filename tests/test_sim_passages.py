@@ -1,20 +1,26 @@
-"""The passage an answer relied on, found from its snippet and read, and the schedule's
-account of what became of it.
+"""The seventh table: the passage an answer relied on, found from its snippet and read; each
+way of finding out whether it still stands, against the schedule; and what each costs.
 """
 
+import math
 import random
+
+import pytest
 
 from kbcite import changes
 from kbcite.search.snippets import make_snippet
 from kbcite.search.text import query_terms
+from kbcite.sim import day as sim_day
+from kbcite.sim.agent import PASSAGE_STRATEGIES, Agent
+from kbcite.sim.cli import main
 from kbcite.sim.day import fill_store
 from kbcite.sim.model import (CHECK_STEP, HOUR_US, KB_ID, QUESTION_STEP, SAVE_STEP, Change,
-                              Config, Save)
+                              Config, Save, SimClock)
 from kbcite.sim.oracle import Oracle
 from kbcite.sim.passages import (Passage, change_bytes, locate, verdict_of_check,
                                  verdict_of_read)
 from kbcite.sim.plan import draw_plan, make_body, people_saves, rewrite
-from kbcite.sim.runner import run_part
+from kbcite.sim.runner import run, run_part
 from kbcite.store import KBStore
 
 SMALL = Config(articles=60, questions=24, saves=60, hours=4)
@@ -190,3 +196,152 @@ def test_the_oracles_passage_on_a_hand_made_schedule():
     assert oracle.passage(0, read(15), at(25), 3) == "retitled_rewritten"
     assert oracle.passage(0, read(5), at(25), 0) == "retitled_intact"
     assert oracle.passage(0, read(5), at(35), 0) == "gone"
+
+
+# -- the agent's four ways on a hand-made timeline ---------------------------------------------
+
+
+class Timeline:
+    """Two articles (one of four paragraphs), an agent, and a clock moved by hand."""
+
+    def __init__(self):
+        self.clock = SimClock()
+        self.store = KBStore(clock=self.clock)
+        self.store.create_knowledge_base(KB_ID)
+        self.id = self.store.create_article(KB_ID, "Rotate keys", CONTENT)
+        self.other = self.store.create_article(KB_ID, "Rotate invoices", "Plans.\n\nPrices.")
+        self.agent = Agent(self.store)
+
+    def at(self, minutes):
+        self.clock.t_us = minutes * 60 * 1000000
+
+    def rewrite(self, index, text, title=None):
+        paragraphs = self.store.get_article(KB_ID, self.id)["content"].split("\n\n")
+        paragraphs[index] = text
+        self.store.save_article(KB_ID, self.id, content="\n\n".join(paragraphs), title=title)
+
+    def check(self):
+        agent = self.agent
+        agent.check_reread()
+        agent.check_poll()
+        agent.check_citations_all()
+        agent.check_citations_polled()
+        return {name: agent.verdicts[name][0] for name in PASSAGE_STRATEGIES}
+
+
+@pytest.fixture
+def timeline():
+    t = Timeline()
+    yield t
+    t.store.close()
+
+
+def all_say(verdicts, want):
+    return verdicts == {name: want for name in PASSAGE_STRATEGIES}
+
+
+def test_four_ways_follow_one_passage_through_the_day(timeline):
+    timeline.at(1)
+    timeline.agent.answer("rotate keys")
+    assert timeline.agent.citations[0].article_id == timeline.id
+    assert timeline.agent.passages[0].index == 1
+    assert all_say(timeline.check(), "fresh")
+    timeline.at(10)
+    timeline.rewrite(3, "Support answers within a day.")
+    assert all_say(timeline.check(), "intact")
+    timeline.at(20)
+    timeline.rewrite(0, "Billing moved.", title="Rotate API keys")
+    assert all_say(timeline.check(), "retitled_intact")
+    timeline.at(30)
+    timeline.rewrite(1, "Keys rotate themselves now.")
+    assert all_say(timeline.check(), "retitled_rewritten")
+    timeline.at(40)
+    timeline.store.unpublish(KB_ID, timeline.id)
+    assert all_say(timeline.check(), "gone")
+
+
+def test_what_each_way_pays(timeline):
+    timeline.at(1)
+    timeline.agent.answer("rotate keys")  # cites both articles
+    assert len(timeline.agent.citations) == 2
+    timeline.check()
+    timeline.at(10)
+    timeline.rewrite(3, "Support answers within a day.")
+    timeline.check()
+    cost = timeline.agent.passage_costs()
+    change = changes.changes("Rotate keys", CONTENT, "Rotate keys",
+                             timeline.store.get_article(KB_ID, timeline.id)["content"])
+    assert cost["check_all"] == {"calls": 2, "check_calls": 2, "citations_sent": 4,
+                                 "articles_read": 0, "bytes_read": change_bytes(change)}
+    # The first poll named nothing; the second named one article, cited once.
+    pages = timeline.agent.cost["poll"]["pages"]
+    assert cost["poll_check"] == {"calls": pages + 1, "check_calls": 1, "citations_sent": 1,
+                                  "articles_read": 0, "bytes_read": change_bytes(change)}
+    assert cost["reread"]["calls"] == 4 and cost["poll_reread"]["articles_read"] == 1
+
+
+def test_check_citations_goes_a_hundred_distinct_citations_a_call():
+    config = Config(articles=200, questions=150, saves=40, hours=2)
+    report = run([5], config, processes=1)
+    assert report["check_mismatches"] == []
+    distinct = [row["distinct"] for row in report["staleness"]["zipf"]]
+    assert max(distinct) > 100
+    cost = report["passages"]["zipf"]["cost"]["check_all"]
+    assert cost["check_calls"] == sum(math.ceil(d / 100) for d in distinct)
+    assert cost["citations_sent"] == sum(distinct)
+
+
+# -- failure is loud ---------------------------------------------------------------------------
+
+
+def test_a_store_whose_changes_hide_the_rewrite_fails_the_run(monkeypatch, capsys):
+    """check_citations that reports a change without its hunks: the passage looks intact."""
+    class HidesHunks(KBStore):
+        def call_tool(self, name, arguments, *, granted):
+            result = super().call_tool(name, arguments, granted=granted)
+            if name == "check_citations":
+                for answer in result["results"]:
+                    if answer["changes"]:
+                        answer["changes"] = dict(answer["changes"], hunks=[])
+            return result
+
+    monkeypatch.setattr(sim_day, "KBStore", HidesHunks)
+    status = main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                   "--hours", "4", "--processes", "1"])
+    assert status == 1
+    err = capsys.readouterr().err
+    assert "is rewritten by the schedule, intact by check_all" in err
+    assert "by reread" not in err and "by poll_reread" not in err
+
+
+def test_a_store_whose_search_shows_another_text_fails_the_run(monkeypatch, capsys):
+    """Snippets not of the content read: the agent finds no passage, and says so."""
+    class OddSnippets(KBStore):
+        def call_tool(self, name, arguments, *, granted):
+            result = super().call_tool(name, arguments, granted=granted)
+            if name == "search_knowledge_base":
+                for hit in result["results"]:
+                    hit["snippet"] = "**Nothing** of the kind"
+            return result
+
+    monkeypatch.setattr(sim_day, "KBStore", OddSnippets)
+    status = main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                   "--hours", "4", "--processes", "1"])
+    assert status == 1
+    assert "gave no passage" in capsys.readouterr().err
+
+
+def test_a_store_whose_saves_write_other_text_fails_the_run(monkeypatch, capsys):
+    """Saves stored with a space before each later paragraph: the words are the same, so the
+    snippet still finds its passage, but not the text the plan's people wrote."""
+    class Spaces(KBStore):
+        def save_article(self, kb_id, article_id, **changes):
+            if changes.get("content"):
+                changes["content"] = changes["content"].replace("\n\n", "\n\n ")
+            return super().save_article(kb_id, article_id, **changes)
+
+    monkeypatch.setattr(sim_day, "KBStore", Spaces)
+    status = main(["--seeds", "4", "--articles", "60", "--questions", "24", "--saves", "60",
+                   "--hours", "4", "--processes", "1"])
+    assert status == 1
+    assert "its answer's passage, is" in capsys.readouterr().err

@@ -1,8 +1,12 @@
 """The hourly checks: every citation given so far, checked the agent's three ways and read from
-the database's own rows, must match the oracle's truth; at the last hour, the day's tallies.
+the database's own rows, must match the oracle's truth, and so must what each of four ways of
+finding out says of every stale citation's passage; at the last hour, the day's tallies.
 """
 
+from ..validation import shown
+from .agent import PASSAGE_STRATEGIES
 from .model import CHECK_STEP, CITATIONS_PER_ANSWER, HOUR_US, KB_ID
+from .passages import STALE_VERDICTS
 
 
 class HourlyChecks:
@@ -17,9 +21,14 @@ class HourlyChecks:
         self.hourly = []
         self.detection = None
         self.by_position = None
+        # The passages: a row an hour of what the agent found; how many citations' passages
+        # were checked against the schedule's text of the version read.
+        self.passage_hourly = []
+        self.passages_checked = 0
 
     def check(self, hour):
-        """Check every citation so far three ways; all must match the schedule's truth."""
+        """Check every citation so far three ways, and its passage four; all must match the
+        schedule's truth."""
         agent = self.agent
         truth, cause = self._ground_truth()
         title_only = agent.check_title_only()
@@ -31,6 +40,9 @@ class HourlyChecks:
             by_key.setdefault(citation.key, schedule[i])
         self._compare(hour, schedule, schedule_cause, (
             ("the database", truth, cause), ("re-read", reread, None), ("poll", poll, None)))
+        agent.check_citations_all()
+        agent.check_citations_polled()
+        self._passages(hour, schedule)
         stale_keys = {k for k, v in truth.items() if v != "fresh"}
         answers_stale = sum(
             1 for cited in agent.answers
@@ -58,6 +70,44 @@ class HourlyChecks:
                 "reread": self._detected(reread, truth, cause),
                 "poll": self._detected(poll, truth, cause),
             }
+
+    def _passages(self, hour, schedule):
+        """Each citation's passage verdict by every strategy must be the schedule's; a row of
+        what the agent found (by check_citations on every citation)."""
+        agent, oracle = self.agent, self.oracle
+        now = (hour * HOUR_US, CHECK_STEP, hour)
+        found = {v: 0 for v in STALE_VERDICTS}
+        for i, (article, read) in enumerate(self.reads):
+            citation, passage = agent.citations[i], agent.passages[i]
+            name = "%s (answer %d)" % ("/".join(citation.key), citation.answer + 1)
+            if passage is None:
+                if i >= self.passages_checked:
+                    self._mismatch(hour, "the agent's search and read of %s gave no passage"
+                                   % name)
+                continue
+            if i >= self.passages_checked:  # a new citation: its passage as the plan wrote it
+                paragraphs = oracle.paragraphs_at(article, read)
+                want = (paragraphs[passage.index] if passage.index < len(paragraphs)
+                        else "no paragraph %d" % passage.index)
+                if want != passage.text:
+                    self._mismatch(hour, "paragraph %d of %s, its answer's passage, is %s by "
+                                   "the schedule, %s by the agent's search and read"
+                                   % (passage.index, name, shown(want), shown(passage.text)))
+            truth = oracle.passage(article, read, now, passage.index)
+            for strategy in PASSAGE_STRATEGIES:
+                got = agent.verdicts[strategy][i]
+                if got != truth:
+                    self._mismatch(hour, "the passage of %s is %s by the schedule, %s by %s"
+                                   % (name, truth, got, strategy))
+            got = agent.verdicts["check_all"][i]
+            if got in found:
+                found[got] += 1
+        self.passages_checked = len(self.reads)
+        self.passage_hourly.append(dict(hour=hour, stale=sum(found.values()), **found))
+
+    def _mismatch(self, hour, text):
+        self.mismatches.append("seed %d, hour %d, %s: %s" % (
+            self.seed, hour, "uniform" if self.uniform else "zipf", text))
 
     def _schedule_truth(self, hour):
         """Status and cause of every citation by the oracle: ``{citation index: ...}`` twice."""

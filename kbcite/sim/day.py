@@ -48,9 +48,9 @@ class DayRun:
             self.article_ids = list(start.article_ids)
         else:
             self.store = KBStore(db_path or ":memory:", clock=self.clock, create=True)
-        self.agent = Agent(self.store)
+        self.agent = Agent(self.store, passages=checks)
         self.changes = people_saves(plan, uniform)
-        self.oracle = Oracle(plan.titles, self.changes)
+        self.oracle = Oracle(plan.titles, self.changes, plan.bodies, plan.subjects)
         self.index_of = {}
         self.actions = [action for action, _ in plan.subjects]  # each title's action now
         self.reads = []  # per citation: (article index, step of the read)
@@ -100,7 +100,7 @@ class DayRun:
         else:
             expected = {"edits": expected_edits(q, self.edit_trial.log, self.config.delays,
                                                 len(self.plan.saves), day_us)}
-        return {
+        results = {
             "expected": expected,
             "hourly": self.hourly_checks.hourly,
             "detection": self.hourly_checks.detection,
@@ -111,6 +111,14 @@ class DayRun:
             "idempotency": self.edit_trial.idempotency,
             "mismatches": self.mismatches,
         }
+        if self.checks:
+            # Kept apart from the six tables' figures: the runner files them under their own key.
+            results["passages"] = {
+                "hourly": self.hourly_checks.passage_hourly,
+                "cost": self.agent.passage_costs(),
+                "unmarked": sum(1 for p in self.agent.passages if p is not None and not p.marked),
+            }
+        return results
 
     def _save(self, change):
         """A person's save, last writer wins, on what the editor shows now.

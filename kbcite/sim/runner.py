@@ -17,6 +17,8 @@ from .plan import draw_plan, top_share, zipf_cumulative
 
 # The three runs of a seed's day; each is one task, so a pool of two processes stays balanced.
 PARTS = ("zipf", "uniform", "edits")
+# The two with hourly checks.
+CHECKED = ("zipf", "uniform")
 
 
 def prepare(seed, config, image=True):
@@ -64,8 +66,10 @@ def run_part(seed, config, part, db_dir=None, start=None, db_url=None):
 
 
 def _seed_result(seed, parts):
-    """A seed's three results as the report keeps them, the workload lifted out of Zipf's."""
-    return dict(seed=seed, workload=parts["zipf"].pop("workload"), **parts)
+    """A seed's three results as the report keeps them, the workload lifted out of Zipf's and
+    the passages out of both checked days'; returns (result, passages)."""
+    passages = dict(seed=seed, **{mode: parts[mode].pop("passages") for mode in CHECKED})
+    return dict(seed=seed, workload=parts["zipf"].pop("workload"), **parts), passages
 
 
 def _add(into, row):
@@ -92,8 +96,24 @@ def _sum_rows(per_seed, rows_of, key, labels):
     return out
 
 
-def summarize(per_seed, config):
-    """Sum the seeds' results into the report's structure (everything but timing)."""
+def summarize_passages(per_seed, config):
+    """Sum the seeds' passage figures: what the agent found and the costs, an hour a row, per
+    checked day; each seed's beside them."""
+    out = {}
+    hours = range(1, config.hours + 1)
+    for mode in CHECKED:
+        out[mode] = {"hourly": _sum_rows(per_seed, lambda r: r[mode]["hourly"], "hour", hours)}
+        out[mode]["cost"], out[mode]["unmarked"] = {}, 0
+        for r in per_seed:
+            _add(out[mode]["cost"], r[mode]["cost"])
+            out[mode]["unmarked"] += r[mode]["unmarked"]
+    out["per_seed"] = per_seed
+    return out
+
+
+def summarize(per_seed, config, passages=None):
+    """Sum the seeds' results into the report's structure (everything but timing), and their
+    passage figures (``_seed_result``'s second half), when given, under ``passages``."""
     workload = {}
     for r in per_seed:
         _add(workload, r["workload"])
@@ -124,7 +144,7 @@ def summarize(per_seed, config):
     for r in per_seed:
         _add(idempotency, r["edits"]["idempotency"])
     mismatches = [m for r in per_seed for part in PARTS for m in r[part]["mismatches"]]
-    return {
+    summary = {
         "config": dict(asdict(config), delays=list(config.delays)),
         "seeds": [r["seed"] for r in per_seed],
         "workload": dict(
@@ -146,6 +166,10 @@ def summarize(per_seed, config):
         "check_mismatches": mismatches,
         "per_seed": per_seed,
     }
+    if passages is not None:
+        # The seventh table's figures: a new key, the six tables' keys are as they were.
+        summary["passages"] = summarize_passages(passages, config)
+    return summary
 
 
 def _ratio(n, d):
@@ -173,8 +197,8 @@ def run(seeds, config, *, db_dir=None, processes=None, db_url=None):
     by_seed = {seed: {} for seed in seeds}
     for (seed, part), result in zip(jobs, results):
         by_seed[seed][part] = result
-    per_seed = [_seed_result(seed, by_seed[seed]) for seed in seeds]
-    report = summarize(per_seed, config)
+    per_seed, passages = zip(*[_seed_result(seed, by_seed[seed]) for seed in seeds])
+    report = summarize(list(per_seed), config, list(passages))
     report["timing"] = {"seconds": round(time.perf_counter() - started, 3),
                         "processes": processes, "python": sys.version.split()[0]}
     return report
