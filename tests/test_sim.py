@@ -36,14 +36,14 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden" / "sim-seeds-1-5.json"
 SMALL = Config(articles=60, questions=24, saves=60, hours=4)
 
-# The golden file's keys for the six tables, and the one the seventh table (the passages)
-# added beside them. The file only gains keys: without the new ones and timing it hashes, as
-# sorted JSON, to what the whole file hashed to before them (commit f0f4330). After a
-# deliberate change to the six tables' figures, put the new hash here and say why.
+# The golden file's keys for the six tables, and those the seventh table (the passages) and the
+# figures added beside them. The file only gains keys: without the new ones and timing it
+# hashes, as sorted JSON, to what the whole file hashed to before them (commit f0f4330). After
+# a deliberate change to the six tables' figures, put the new hash here and say why.
 SIX_TABLES_KEYS = {"config", "seeds", "workload", "staleness", "detection", "cost", "control",
                    "edits", "expected", "idempotency", "checks", "check_mismatches",
                    "per_seed"}
-ADDED_KEYS = {"passages"}
+ADDED_KEYS = {"passages", "expected_by_hour"}
 SIX_TABLES_SHA256 = "ca801839c2aff6e5ee2f140860c971aa413e1df496fd57ca78c5a309d6ddaa9e"
 
 
@@ -115,9 +115,18 @@ def test_default_run_passages_add_up(default_run):
     passages = report["passages"]
     for mode in ("zipf", "uniform"):
         p = passages[mode]
-        for found, staleness in zip(p["hourly"], report["staleness"][mode]):
+        for found, given, staleness in zip(p["hourly"], p["expected_given_saves"],
+                                           report["staleness"][mode]):
             verdicts = ("intact", "rewritten", "retitled_intact", "retitled_rewritten", "gone")
             assert found["stale"] == sum(found[v] for v in verdicts) == staleness["stale"]
+            # Stale and gone given the saves are the schedule's own counts.
+            assert given["stale"] == found["stale"] and given["gone"] == found["gone"]
+            assert abs(sum(given[v] for v in verdicts) - given["stale"]) < 1e-3
+        end = report["expected_by_hour"][mode][-1]
+        assert abs(end["stale"] - report["expected"][mode]["stale"]) < 1e-3
+        assert abs(end["answers_with_stale"]
+                   - report["expected"][mode]["answers_with_stale"]) < 1e-3
+        assert abs(p["expected"][-1]["stale"] - report["expected"][mode]["stale"]) < 1e-3
         cost = p["cost"]
         own = report["cost"] if mode == "zipf" else report["control"]["cost"]
         for name, base in (("reread", "reread"), ("poll_reread", "poll")):
@@ -155,7 +164,7 @@ def test_json_has_the_documented_keys(default_run):
                                                  "events"}
     for mode in ("zipf", "uniform"):
         p = report["passages"][mode]
-        for key in ("hourly",):
+        for key in ("hourly", "expected_given_saves", "expected"):
             assert [r["hour"] for r in p[key]] == list(range(1, 9))
             assert set(p[key][0]) == {"hour", "stale", "intact", "rewritten", "retitled_intact",
                                       "retitled_rewritten", "gone"}
@@ -163,6 +172,8 @@ def test_json_has_the_documented_keys(default_run):
         for c in p["cost"].values():
             assert set(c) == {"calls", "check_calls", "citations_sent", "articles_read",
                               "bytes_read"}
+        assert set(report["expected_by_hour"][mode][0]) == {"hour", "stale",
+                                                            "answers_with_stale"}
     assert set(report["edits"][0]) >= {"delay_s", "edits", "accepted_first_try",
                                        "rejected_changed", "rejected_gone",
                                        "retries_succeeded"}
@@ -316,14 +327,28 @@ def many_seeds():
     return run(list(range(1, 201)), TINY, processes=1)
 
 
+def passage_figures(p, mode):
+    """(label, measured, expected) of one seed's passages at the end of a checked day: each
+    verdict against the closed form given the day's saves and against the model's."""
+    end = p[mode]["hourly"][-1]
+    rows = []
+    for kind, label in (("expected_given_saves", "given the saves"), ("expected", "model")):
+        expected = p[mode][kind][-1]
+        for verdict in ("intact", "rewritten", "retitled_intact", "retitled_rewritten"):
+            rows.append(("%s: passage %s (%s)" % (mode, verdict, label), end[verdict],
+                         expected[verdict]))
+    return rows
+
+
 @pytest.mark.slow
 def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(many_seeds):
     per_seed = many_seeds["per_seed"]
     assert many_seeds["check_mismatches"] == []
     rows = {}
-    for r in per_seed:
+    for r, p in zip(per_seed, many_seeds["passages"]["per_seed"]):
+        assert p["seed"] == r["seed"]
         for label, measured, expected in figures(r, "zipf") + figures(r, "uniform") + \
-                edit_figures(r):
+                edit_figures(r) + passage_figures(p, "zipf") + passage_figures(p, "uniform"):
             rows.setdefault(label, []).append((measured, expected))
     n = len(per_seed)
     for label, pairs in rows.items():
@@ -333,7 +358,8 @@ def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(
         # 10 s after its read finding the article gone) gets that step as slack.
         assert abs(mean) <= 4 * se + 1.0 / n, (label, mean, se)
         expected_mean = sum(e for _, e in pairs) / n
-        if label.endswith(("position 1", "answers with a stale citation", "stale distinct")):
+        if label.endswith(("position 1", "answers with a stale citation", "stale distinct",
+                           "passage intact (given the saves)")):
             # The tolerance has teeth: four standard errors are a small part of the figure.
             assert 4 * se < 0.2 * expected_mean, (label, se, expected_mean)
 
@@ -377,6 +403,11 @@ def test_expectations_do_not_read_what_the_run_measured(monkeypatch):
     assert broken["staleness"] != healthy["staleness"]
     assert broken["expected"]["zipf"] == healthy["expected"]["zipf"]
     assert broken["expected"]["uniform"] == healthy["expected"]["uniform"]
+    assert broken["expected_by_hour"] == healthy["expected_by_hour"]
+    assert broken["passages"]["zipf"]["hourly"] != healthy["passages"]["zipf"]["hourly"]
+    for mode in ("zipf", "uniform"):
+        for kind in ("expected", "expected_given_saves"):
+            assert broken["passages"][mode][kind] == healthy["passages"][mode][kind]
 
 
 def test_topical_popularity_moves_only_the_ranking():

@@ -1,5 +1,6 @@
 """The seventh table: the passage an answer relied on, found from its snippet and read; each
-way of finding out whether it still stands, against the schedule; and what each costs.
+way of finding out whether it still stands, against the schedule; what each costs; and the
+closed forms beside the counts.
 """
 
 import math
@@ -14,8 +15,10 @@ from kbcite.sim import day as sim_day
 from kbcite.sim.agent import PASSAGE_STRATEGIES, Agent
 from kbcite.sim.cli import main
 from kbcite.sim.day import fill_store
-from kbcite.sim.model import (CHECK_STEP, HOUR_US, KB_ID, QUESTION_STEP, SAVE_STEP, Change,
-                              Config, Save, SimClock)
+from kbcite.sim.expectations import (expected_by_hour, expected_checks, expected_passages,
+                                     p_passage_survives, p_touched)
+from kbcite.sim.model import (CHECK_STEP, HOUR_US, KB_ID, QUESTION_STEP, SAVE_MIX, SAVE_STEP,
+                              Change, Config, Save, SimClock)
 from kbcite.sim.oracle import Oracle
 from kbcite.sim.passages import (Passage, change_bytes, locate, verdict_of_check,
                                  verdict_of_read)
@@ -345,3 +348,62 @@ def test_a_store_whose_saves_write_other_text_fails_the_run(monkeypatch, capsys)
                    "--hours", "4", "--processes", "1"])
     assert status == 1
     assert "its answer's passage, is" in capsys.readouterr().err
+
+
+# -- the closed forms --------------------------------------------------------------------------
+
+
+def test_a_passage_survives_n_saves_with_chance_k_minus_1_over_k_to_the_n():
+    assert p_passage_survives(4, 0) == 1.0
+    assert p_passage_survives(4, 2) == 9 / 16
+    assert p_passage_survives(1, 1) == 0.0
+
+
+def test_the_models_verdicts_add_up_and_match_a_drawn_day():
+    q, saves, day_us, k = 0.05, 60, 2 * HOUR_US, 4
+    read = (HOUR_US // 2, QUESTION_STEP, 0)
+    rows = expected_passages([q], [(0, read)], [k], saves, day_us, 2)
+    verdicts = ("intact", "rewritten", "retitled_intact", "retitled_rewritten", "gone")
+    for row in rows:
+        assert abs(sum(row[v] for v in verdicts) - row["stale"]) < 1e-3
+    w = (2 * HOUR_US - read[0]) / day_us
+    assert abs(rows[-1]["stale"] - p_touched(q, w, saves)) < 1e-4
+    # The same day drawn: each save picks the article with chance q w, is of a kind of the
+    # mix, and rewrites a paragraph drawn uniformly; the passage is paragraph 0.
+    rng, n, counts = random.Random(1), 20000, dict.fromkeys(verdicts + ("fresh",), 0)
+    for _ in range(n):
+        kinds = []
+        for _ in range(saves):
+            if rng.random() < q * w:
+                u = rng.random()
+                kinds.append("unpublish" if u >= 0.95 else "content_title" if u >= 0.85
+                             else "content")
+                if kinds[-1] != "unpublish" and int(rng.random() * k) == 0:
+                    kinds.append("rewrite")
+        if not kinds:
+            counts["fresh"] += 1
+        elif "unpublish" in kinds:
+            counts["gone"] += 1
+        else:
+            counts[("retitled_" if "content_title" in kinds else "")
+                   + ("rewritten" if "rewrite" in kinds else "intact")] += 1
+    assert [share for _, share in SAVE_MIX] == [0.85, 0.10, 0.05]
+    for v in verdicts:
+        p = rows[-1][v]
+        assert abs(counts[v] / n - p) < 4 * math.sqrt(p * (1 - p) / n) + 1e-3, (v, p)
+
+
+def test_the_hourly_expectations_end_where_the_end_of_day_ones_do():
+    q = [0.01 * (1 + a % 7) for a in range(40)]
+    day_us, saves, hours = 4 * HOUR_US, 60, 4
+    reads = [(a, (int(i * 0.9 * day_us / 40), QUESTION_STEP, i // 2)) for i, a in
+             enumerate(range(40))]
+    answers = [[i, i + 1] for i in range(0, len(reads), 2)]
+    hourly = expected_by_hour(q, reads, answers, saves, day_us, hours)
+    end = expected_checks(q, [(a, step[0]) for a, step in reads], answers,
+                          list(range(len(reads))), saves, day_us)
+    assert abs(hourly[-1]["stale"] - end["stale"]) < 1e-3
+    assert abs(hourly[-1]["answers_with_stale"] - end["answers_with_stale"]) < 1e-3
+    assert [r["stale"] for r in hourly] == sorted(r["stale"] for r in hourly)
+    model = expected_passages(q, reads, [4] * len(reads), saves, day_us, hours)
+    assert [r["stale"] for r in model] == [r["stale"] for r in hourly]

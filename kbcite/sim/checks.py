@@ -5,6 +5,7 @@ finding out says of every stale citation's passage; at the last hour, the day's 
 
 from ..validation import shown
 from .agent import PASSAGE_STRATEGIES
+from .expectations import p_passage_survives, rounded
 from .model import CHECK_STEP, CITATIONS_PER_ANSWER, HOUR_US, KB_ID
 from .passages import STALE_VERDICTS
 
@@ -21,9 +22,10 @@ class HourlyChecks:
         self.hourly = []
         self.detection = None
         self.by_position = None
-        # The passages: a row an hour of what the agent found; how many citations' passages
-        # were checked against the schedule's text of the version read.
-        self.passage_hourly = []
+        # The passages: a row an hour of what the agent found, and of what the schedule's
+        # saves make of it in expectation; how many citations' passages were checked against
+        # the schedule's text of the version read.
+        self.passage_hourly, self.passage_expected = [], []
         self.passages_checked = 0
 
     def check(self, hour):
@@ -73,10 +75,13 @@ class HourlyChecks:
 
     def _passages(self, hour, schedule):
         """Each citation's passage verdict by every strategy must be the schedule's; a row of
-        what the agent found (by check_citations on every citation)."""
+        what the agent found (by check_citations on every citation), and of the expectation
+        given the schedule's saves: a save rewrites one of the article's k paragraphs, so a
+        passage outlives n saves with chance ((k-1)/k)^n."""
         agent, oracle = self.agent, self.oracle
         now = (hour * HOUR_US, CHECK_STEP, hour)
         found = {v: 0 for v in STALE_VERDICTS}
+        expected = dict.fromkeys(STALE_VERDICTS, 0.0)
         for i, (article, read) in enumerate(self.reads):
             citation, passage = agent.citations[i], agent.passages[i]
             name = "%s (answer %d)" % ("/".join(citation.key), citation.answer + 1)
@@ -102,8 +107,20 @@ class HourlyChecks:
             got = agent.verdicts["check_all"][i]
             if got in found:
                 found[got] += 1
+            if schedule[i] == "gone":
+                expected["gone"] += 1
+            elif schedule[i] == "changed":
+                k = len(oracle.paragraphs_at(article, read))
+                kept = p_passage_survives(
+                    k, oracle.version(article, now) - oracle.version(article, read))
+                prefix = "retitled_" if truth.startswith("retitled_") else ""
+                expected[prefix + "intact"] += kept
+                expected[prefix + "rewritten"] += 1.0 - kept
         self.passages_checked = len(self.reads)
         self.passage_hourly.append(dict(hour=hour, stale=sum(found.values()), **found))
+        self.passage_expected.append(dict(
+            hour=hour, stale=rounded(sum(expected.values())),
+            **{k: rounded(v) for k, v in expected.items()}))
 
     def _mismatch(self, hour, text):
         self.mismatches.append("seed %d, hour %d, %s: %s" % (

@@ -9,7 +9,8 @@ from ..store import KBStore
 from .agent import Agent
 from .checks import HourlyChecks
 from .edit_trial import EditTrial
-from .expectations import expected_checks, expected_edits, save_chances
+from .expectations import (expected_by_hour, expected_checks, expected_edits, expected_passages,
+                           save_chances)
 from .model import CHECK_STEP, EDIT_STEP, HOUR_US, KB_ID, QUESTION_STEP, SimClock
 from .oracle import Oracle
 from .plan import people_saves, rewrite
@@ -113,8 +114,15 @@ class DayRun:
         }
         if self.checks:
             # Kept apart from the six tables' figures: the runner files them under their own key.
+            saves, hours = len(self.plan.saves), self.config.hours
+            counts = [self.plan.bodies[a].count("\n\n") + 1 for a, _ in self.reads]
+            checks = self.hourly_checks
             results["passages"] = {
-                "hourly": self.hourly_checks.passage_hourly,
+                "hourly": checks.passage_hourly,
+                "expected_given_saves": checks.passage_expected,
+                "expected": expected_passages(q, self.reads, counts, saves, day_us, hours),
+                "expected_by_hour": expected_by_hour(q, self.reads, self.agent.answers, saves,
+                                                     day_us, hours),
                 "cost": self.agent.passage_costs(),
                 "unmarked": sum(1 for p in self.agent.passages if p is not None and not p.marked),
             }

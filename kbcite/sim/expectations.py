@@ -2,7 +2,8 @@
 cited when; they never see a measured count.
 """
 
-from .model import CITATIONS_PER_ANSWER, TITLE_VISIBLE_SHARE, UNPUBLISH_SHARE
+from .model import (CHECK_STEP, CITATIONS_PER_ANSWER, HOUR_US, SAVE_MIX, TITLE_VISIBLE_SHARE,
+                    UNPUBLISH_SHARE)
 from .oracle import any_between
 
 # Each of a day's S people's saves falls at a uniform time and picks an article with its save
@@ -108,6 +109,79 @@ def expected_edits(q, edits, delays, saves, day_us):
         rows[delay]["gone"] += p_touched(UNPUBLISH_SHARE * q[article], window, saves)
     return [dict(rows[d], rejected=rounded(rows[d]["rejected"]), gone=rounded(rows[d]["gone"]))
             for d in delays]
+
+
+def expected_by_hour(q, reads, answers, saves, day_us, hours):
+    """Expected stale citations and answers holding one at each hourly check.
+
+    ``reads`` holds each citation's ``(article, step of the read)``; at hour h a citation read
+    before the check is stale when a save of its article falls between the read and the check,
+    a share (h - t) / day of the saving day. The last hour's row is the end of day's figure.
+    """
+    rows = []
+    for hour in range(1, hours + 1):
+        now = (hour * HOUR_US, CHECK_STEP, hour)
+        stale, with_stale = 0.0, 0.0
+        for article, read in reads:
+            if read < now:
+                stale += p_touched(q[article], (now[0] - read[0]) / day_us, saves)
+        for cited in answers:
+            if cited and reads[cited[0]][1] < now:
+                window = (now[0] - reads[cited[0]][1][0]) / day_us
+                articles = {reads[c][0] for c in cited}
+                with_stale += p_touched(sum(q[a] for a in articles), window, saves)
+        rows.append({"hour": hour, "stale": rounded(stale),
+                     "answers_with_stale": rounded(with_stale)})
+    return rows
+
+
+def p_passage_survives(k, n):
+    """Chance that a passage, one of ``k`` paragraphs, outlives ``n`` saves that each rewrite
+    one paragraph drawn uniformly: ``((k-1)/k)^n``."""
+    return ((k - 1.0) / k) ** n
+
+
+def expected_passages(q, reads, paragraph_counts, saves, day_us, hours):
+    """Expected stale citations by passage verdict at each hourly check, from the model alone.
+
+    Each of the S saves picks the cited article with chance q w (w: the share of the saving
+    day between read and check) and is a content save (85%), a retitle (10%: it rewrites a
+    paragraph too) or an unpublish (5%); a content save or retitle rewrites the passage with
+    chance 1/k. So a citation is changed with its passage intact and its title kept with chance
+    (1 - q w (1 - 0.85 (k-1)/k))^S - (1 - q w)^S: no save of it was an unpublish, a retitle or a
+    rewrite of the passage, and at least one came; the other verdicts follow the same way.
+    ``((k-1)/k)^n`` averaged over the binomial number n of saves in the window.
+    """
+    content, both = dict(SAVE_MIX)["content"], dict(SAVE_MIX)["content_title"]
+    rows = []
+    for hour in range(1, hours + 1):
+        now = (hour * HOUR_US, CHECK_STEP, hour)
+        row = dict.fromkeys(("stale", "intact", "rewritten", "retitled_intact",
+                             "retitled_rewritten", "gone"), 0.0)
+        for (article, read), k in zip(reads, paragraph_counts):
+            if read >= now:
+                continue
+            qw = q[article] * (now[0] - read[0]) / day_us
+            none = (1.0 - qw) ** saves
+            kept = (k - 1.0) / k
+            intact, same_title = (_only(qw, content * kept, saves) - none,
+                                  _only(qw, content, saves) - none)
+            intact_any, changed = (_only(qw, (content + both) * kept, saves) - none,
+                                   _only(qw, content + both, saves) - none)
+            row["stale"] += 1.0 - none
+            row["intact"] += intact
+            row["rewritten"] += same_title - intact
+            row["retitled_intact"] += intact_any - intact
+            row["retitled_rewritten"] += changed - same_title - (intact_any - intact)
+            row["gone"] += 1.0 - (1.0 - UNPUBLISH_SHARE * qw) ** saves
+        rows.append(dict({k: rounded(v) for k, v in row.items()}, hour=hour))
+    return rows
+
+
+def _only(qw, share, saves):
+    """Chance that every save of the article in the window is of the kinds and paragraphs that
+    ``share`` of its saves covers (none at all included): ``(1 - q w (1 - share))^S``."""
+    return (1.0 - qw * (1.0 - share)) ** saves
 
 
 def model_expectations(config):

@@ -97,12 +97,14 @@ def _sum_rows(per_seed, rows_of, key, labels):
 
 
 def summarize_passages(per_seed, config):
-    """Sum the seeds' passage figures: what the agent found and the costs, an hour a row, per
-    checked day; each seed's beside them."""
+    """Sum the seeds' passage figures: what the agent found, both expectations and the costs,
+    an hour a row, per checked day; each seed's beside them."""
     out = {}
     hours = range(1, config.hours + 1)
     for mode in CHECKED:
-        out[mode] = {"hourly": _sum_rows(per_seed, lambda r: r[mode]["hourly"], "hour", hours)}
+        out[mode] = {key: _sum_rows(per_seed, lambda r: r[mode][key], "hour", hours)
+                     for key in ("hourly", "expected_given_saves", "expected",
+                                 "expected_by_hour")}
         out[mode]["cost"], out[mode]["unmarked"] = {}, 0
         for r in per_seed:
             _add(out[mode]["cost"], r[mode]["cost"])
@@ -167,8 +169,11 @@ def summarize(per_seed, config, passages=None):
         "per_seed": per_seed,
     }
     if passages is not None:
-        # The seventh table's figures: a new key, the six tables' keys are as they were.
+        # The seventh table's figures and its expectations; those by hour of table 1's
+        # figures, for the plots, beside them. New keys: the six tables' keys are as they were.
         summary["passages"] = summarize_passages(passages, config)
+        summary["expected_by_hour"] = {mode: summary["passages"][mode].pop("expected_by_hour")
+                                       for mode in CHECKED}
     return summary
 
 
