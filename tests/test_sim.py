@@ -91,8 +91,11 @@ def test_default_run_checks_hold_and_tables_print(default_run):
     for heading in ("## 1. Staleness by hour", "## 2. Detection", "## 3. Cost",
                     "## 4. Edits", "## 5. Idempotency", "## 6. The article beside us",
                     "| figure | article | ours | expected (model) |", "| zipf expected |",
-                    "| expected rejected |", "would need about"):
+                    "| expected rejected |", "would need about",
+                    "## 7. Do stale citations still say what the answer used?",
+                    "| zipf expected given the saves |", "| check_citations calls |"):
         assert heading in proc.stdout
+    assert proc.stdout.index("## 6.") < proc.stdout.index("## 7.")
     # The report's own invariants, whatever the counts are.
     gt = report["detection"]["ground_truth"]
     for strategy in ("reread", "poll"):

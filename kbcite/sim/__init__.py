@@ -13,7 +13,10 @@ as ``expected_version`` after a delay, and replays every successful edit. A save
 article keeps it withdrawn: nobody publishes during the day. Beside each headline figure the
 report prints its closed-form expectation, from the model's parameters and what the agent
 cited when; ``--popularity`` and ``--questions-from`` vary two modelling choices (see
-docs/simulation.md and ``bench/sensitivity.py``).
+docs/simulation.md and ``bench/sensitivity.py``). The seventh table answers the article's
+open question: of the stale citations, how many still hold, word for word, the passage the
+answer relied on (the paragraph of its snippet's first match), found out four ways and each
+checked against the schedule, with what each way costs.
 
     python sim.py --seeds 1-5             # the article's run: tables on stdout
     python sim.py --seeds 1-5 --json out.json --per-seed
@@ -25,7 +28,8 @@ All randomness comes from one ``random.Random(seed)`` per seed, drawn only throu
 
 The modules, each importing only those before it in this list: ``model`` (constants,
 vocabulary, records, the simulated clock), ``plan`` (drawing the day; the schedule of people's
-saves), ``oracle``, ``expectations`` (closed forms), ``agent`` (the scripted agent), ``checks``
-(the hourly checks), ``edit_trial``, ``day`` (one run of the day, on ``sched.scheduler``),
-``runner`` (seeds, parts, the process pool, the summary), ``report`` and ``cli``.
+saves), ``passages`` (the passage an answer relied on, and what became of it), ``oracle``,
+``expectations`` (closed forms), ``agent`` (the scripted agent), ``checks`` (the hourly
+checks), ``edit_trial``, ``day`` (one run of the day, on ``sched.scheduler``), ``runner``
+(seeds, parts, the process pool, the summary), ``report`` and ``cli``.
 """

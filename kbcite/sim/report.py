@@ -1,7 +1,7 @@
 """The report as Markdown: one function a table, and ``render`` joining them."""
 
 from .expectations import p_touched_by_end, saves_for_stale_share
-from .model import ARTICLE, UNPUBLISH_SHARE, Config, delay_text
+from .model import ARTICLE, SAVE_MIX, UNPUBLISH_SHARE, Config, delay_text
 
 
 def _pct(n, d):
@@ -31,6 +31,9 @@ def render(report, per_seed=False):
     out = [heading(report), staleness_table(report), position_table(report),
            detection_table(report), cost_table(report), edits_table(report),
            idempotency_table(report), comparison_table(report)]
+    if "passages" in report:  # a report written before the seventh table has none
+        out += [passages_table(report), passages_expected_table(report),
+                passages_cost_table(report)]
     if per_seed:
         out.append("## Per seed\n")
         out.append(per_seed_table(report) + "\n")
@@ -290,6 +293,108 @@ def article_notes():
            _n(ARTICLE["citations"]), 100.0 * ARTICLE["stale_control"] / ARTICLE["citations"],
            needed, day.saves),
     ]
+
+
+# The seventh table's verdicts of a stale citation, in its order, with their column names.
+PASSAGE_COLUMNS = (("intact", "passage intact"), ("rewritten", "passage rewritten"),
+                   ("retitled_intact", "retitled, intact"),
+                   ("retitled_rewritten", "retitled, rewritten"), ("gone", "gone"))
+# The ways of finding out, as the cost table names them.
+PASSAGE_STRATEGY_LABELS = (
+    ("reread", "re-read every cited article and compare"),
+    ("check_all", "check_citations on every citation"),
+    ("poll_check", "poll, then check_citations for the changed"),
+    ("poll_reread", "poll, then re-read the changed (table 3's poll)"))
+
+
+def passages_table(report):
+    """Table 7: stale citations hour by hour by what became of the passage, both days."""
+    p = report["passages"]
+    rows = []
+    for z, u in zip(p["zipf"]["hourly"], p["uniform"]["hourly"]):
+        row = [z["hour"]]
+        for r in (z, u):
+            row.append(_n(r["stale"]))
+            row += [_count_pct(r[key], r["stale"]) for key, _ in PASSAGE_COLUMNS]
+        rows.append(row)
+    header = ["hour"] + ["%s %s" % (m, c) for m in ("zipf", "ctrl")
+                         for c in ["stale"] + [label for _, label in PASSAGE_COLUMNS]]
+    return "\n".join([
+        "## 7. Do stale citations still say what the answer used? (Zipf saves | uniform "
+        "control)\n",
+        markdown_table(header, rows) + "\n",
+        "The passage is the paragraph (the content split at blank lines) of the article the "
+        "agent read that holds the first match its search snippet marked, recorded when the "
+        "answer was made (where a snippet marks no match, %s citations of %s, the paragraph its "
+        "window starts in). Intact: that exact text is still one of the current version's "
+        "paragraphs. A retitle rewrites a paragraph too, so retitled citations are split the "
+        "same way. Counted as the agent found them with check_citations; re-reading, and "
+        "polling then check_citations or a re-read, find the same, and the run fails unless "
+        "all four agree with the schedule's saves (no store call) for every citation at "
+        "every check.\n"
+        % (_n(p["zipf"]["unmarked"] + p["uniform"]["unmarked"]),
+           _n(report["staleness"]["zipf"][-1]["citations"]
+              + report["staleness"]["uniform"][-1]["citations"])),
+    ])
+
+
+def passages_expected_table(report):
+    """Table 7, continued: the end of day beside the two expectations, both days."""
+    p = report["passages"]
+    rows = []
+    ends = [(p[m]["hourly"][-1], p[m]["expected_given_saves"][-1], p[m]["expected"][-1])
+            for m in ("zipf", "uniform")]
+    for key, label in (("stale", "stale citations"),) + PASSAGE_COLUMNS:
+        row = [label]
+        for found, given, model in ends:
+            if key == "stale":
+                row += [_n(found[key]), "{:,.1f}".format(given[key]),
+                        "{:,.1f}".format(model[key])]
+            else:
+                row += [_count_pct(found[key], found["stale"]),
+                        _count_pct(given[key], given["stale"]),
+                        _count_pct(model[key], model["stale"])]
+        rows.append(row)
+    row = ["intact, share of the changed (not gone)"]
+    for found, given, model in ends:
+        row += [_pct(r["intact"] + r["retitled_intact"], r["stale"] - r["gone"])
+                for r in (found, given, model)]
+    rows.append(row)
+    return "\n".join([
+        "End of day, beside the expectations:\n",
+        markdown_table(["figure", "zipf", "zipf expected given the saves",
+                        "zipf expected (model)", "ctrl", "ctrl expected given the saves",
+                        "ctrl expected (model)"], rows) + "\n",
+        "Given the saves: a content save or a retitle rewrites one of the article's k "
+        "paragraphs, drawn uniformly, so a passage outlives the n saves since its read with "
+        "chance ((k-1)/k)^n, summed over the changed citations; stale and gone are the "
+        "schedule's. The model: the same averaged over the saves a citation may meet, "
+        "(1 - q w (1 - c))^S - (1 - q w)^S with c = %g (k-1)/k for a kept title and %g "
+        "(k-1)/k for any, w the share of the saving day between the read and the check.\n"
+        % (dict(SAVE_MIX)["content"], dict(SAVE_MIX)["content"]
+           + dict(SAVE_MIX)["content_title"]),
+    ])
+
+
+def passages_cost_table(report):
+    """Table 7, continued: what finding out cost over all the Zipf day's checks, four ways."""
+    cost = report["passages"]["zipf"]["cost"]
+    rows = []
+    for name, label in PASSAGE_STRATEGY_LABELS:
+        c = cost[name]
+        rows.append([label, _n(c["calls"]), _n(c["check_calls"]), _n(c["citations_sent"]),
+                     _n(c["articles_read"]), _n(c["bytes_read"])])
+    return "\n".join([
+        "Cost of finding out (Zipf, %d checks):\n" % report["checks"]["zipf"],
+        markdown_table(["way", "tool calls", "check_citations calls", "citations sent",
+                        "articles read", "bytes of article text"], rows) + "\n",
+        "Bytes of article text: UTF-8 title and content of every article read; for "
+        "check_citations, the paragraphs each changed citation's hunks remove and add and, "
+        "when retitled, its old and new title. check_citations goes 100 distinct citations a "
+        "call; a poll's pages count in both poll rows (the checks made them once). An "
+        "article cited at several versions is answered once per version, each with its "
+        "whole change since.\n",
+    ])
 
 
 def per_seed_table(report):
