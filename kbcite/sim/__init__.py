@@ -20,6 +20,7 @@ checked against the schedule, with what each way costs.
 
     python sim.py --seeds 1-5             # the article's run: tables on stdout
     python sim.py --seeds 1-5 --json out.json --per-seed
+    python sim.py --seeds 1-5 --plots docs/figures     # and its figures as SVG
 
 ``kb-sim`` (installed) and ``python -m kbcite.sim`` are the same command.
 
@@ -31,5 +32,6 @@ vocabulary, records, the simulated clock), ``plan`` (drawing the day; the schedu
 saves), ``passages`` (the passage an answer relied on, and what became of it), ``oracle``,
 ``expectations`` (closed forms), ``agent`` (the scripted agent), ``checks`` (the hourly
 checks), ``edit_trial``, ``day`` (one run of the day, on ``sched.scheduler``), ``runner``
-(seeds, parts, the process pool, the summary), ``report`` and ``cli``.
+(seeds, parts, the process pool, the summary), ``report``, ``figures`` (the SVG figures) and
+``cli``.
 """

@@ -14,6 +14,7 @@ from ..errors import ToolError
 from ..validation import clip
 from .model import (ACTIONS, AUDIENCES, MAX_ARTICLES, MAX_HOURS, MAX_QUESTIONS, MAX_SAVES,
                     POPULARITY, QUESTIONS_FROM, SUBJECTS, SURFACES, Config)
+from .figures import figures
 from .report import render
 from .runner import run
 
@@ -83,16 +84,32 @@ def file_error(path):
     return None
 
 
-def directory_error(path):
-    """Why databases cannot be kept in directory ``path`` (made if missing), or ``None``."""
+def directory_error(path, what="keep databases", suffix=".db"):
+    """Why the run cannot ``what`` in directory ``path`` (made if missing), or ``None``."""
     try:
         os.makedirs(path, exist_ok=True)
-        fd, probe = tempfile.mkstemp(prefix="sim-probe-", suffix=".db", dir=path)
+        fd, probe = tempfile.mkstemp(prefix="sim-probe-", suffix=suffix, dir=path)
         os.close(fd)
         os.remove(probe)
     except OSError as exc:
-        return "cannot keep databases in %s: %s" % (path, exc.strerror or exc)
+        return "cannot %s in %s: %s" % (what, path, exc.strerror or exc)
     return None
+
+
+def plots_error(path):
+    """Why the figures cannot be written in directory ``path`` (made if missing), or ``None``."""
+    return directory_error(path, "write figures", ".svg")
+
+
+def write_figures(report, directory):
+    """Write every figure of ``report`` into ``directory``; returns the paths written."""
+    paths = []
+    for name, svg in figures(report).items():
+        path = os.path.join(directory, name)
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(svg)
+        paths.append(path)
+    return paths
 
 
 def database_error(url):
@@ -136,6 +153,8 @@ def _parser(prog=None):
                    help="a question's words: its article's title, or a paraphrase (action and "
                         "subject only)")
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+    p.add_argument("--plots", metavar="DIR",
+                   help="also draw the figures as SVG files in DIR (made if missing)")
     p.add_argument("--db-dir", metavar="DIR", help="keep each run's SQLite file in DIR")
     # Not $KB_DB: that names the store a person works on (often a SQLite file), and the
     # article's run must work the same whatever the shell exports.
@@ -155,6 +174,7 @@ def main(argv=None, prog=None):
     config = Config(args.articles, args.questions, args.saves, args.hours, args.zipf, args.delays,
                     args.popularity, args.questions_from)
     for name, value, error in (("--json", args.json, file_error),
+                               ("--plots", args.plots, plots_error),
                                ("--db-dir", args.db_dir, directory_error),
                                ("--db", args.db, database_error)):
         problem = value and error(value)
@@ -174,6 +194,13 @@ def main(argv=None, prog=None):
         except OSError as exc:  # checked before the run, yet the disk can still fill up
             print("%s: --json: cannot write %s: %s"
                   % (parser.prog, args.json, exc.strerror or exc), file=sys.stderr)
+            status = 1
+    if args.plots:
+        try:
+            write_figures(report, args.plots)
+        except OSError as exc:
+            print("%s: --plots: cannot write in %s: %s"
+                  % (parser.prog, args.plots, exc.strerror or exc), file=sys.stderr)
             status = 1
     try:
         print(render(report, per_seed=args.per_seed))
