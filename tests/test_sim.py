@@ -137,9 +137,9 @@ def test_default_run_passages_add_up(default_run):
                                                                       own[base]["bytes_read"])
         assert cost["poll_check"]["calls"] == own["poll"]["pages"] + cost["poll_check"][
             "check_calls"]
-        # 100 citations a call: at least one call a check, never more than needed.
-        assert 40 <= cost["check_all"]["check_calls"] <= 40 + cost["check_all"][
-            "citations_sent"] // 100
+        if mode == "zipf":  # 100 citations a call: one call a check, or a few more
+            assert 40 <= cost["check_all"]["check_calls"] <= 40 + cost["check_all"][
+                "citations_sent"] // 100
     assert len(passages["per_seed"]) == 5
 
 
@@ -171,7 +171,8 @@ def test_json_has_the_documented_keys(default_run):
             assert [r["hour"] for r in p[key]] == list(range(1, 9))
             assert set(p[key][0]) == {"hour", "stale", "intact", "rewritten", "retitled_intact",
                                       "retitled_rewritten", "gone"}
-        assert set(p["cost"]) == {"reread", "check_all", "poll_check", "poll_reread"}
+        assert set(p["cost"]) == {"reread", "check_all", "poll_check", "poll_reread"} - (
+            {"check_all"} if mode == "uniform" else set())
         for c in p["cost"].values():
             assert set(c) == {"calls", "check_calls", "citations_sent", "articles_read",
                               "bytes_read"}

@@ -179,9 +179,9 @@ class Agent:
                         verdict = self._verdict_of_read(i, article)
                     verdicts[i] = verdict
 
-    def passage_costs(self):
-        """What each way of finding out about passages cost so far: tool calls, of which
-        check_citations calls, citations sent, articles read and bytes of article text."""
+    def passage_costs(self, ways=PASSAGE_STRATEGIES):
+        """What each of ``ways`` of finding out about passages cost so far: tool calls, of
+        which check_citations calls, citations sent, articles read and bytes of article text."""
         out = {}
         for name, base in (("reread", "reread"), ("poll_reread", "poll")):
             c = self.cost[base]
@@ -194,7 +194,7 @@ class Agent:
             out[name] = {"calls": pages + c["check_calls"] + c["reads"],
                          "check_calls": c["check_calls"], "citations_sent": c["citations_sent"],
                          "articles_read": c["reads"], "bytes_read": c["bytes_read"]}
-        return {name: out[name] for name in PASSAGE_STRATEGIES}
+        return {name: out[name] for name in ways}
 
     def _verdict_of_read(self, i, article):
         return verdict_of_read(self.citations[i], self.passages[i], article)

@@ -6,7 +6,7 @@ import os
 import sched
 
 from ..store import KBStore
-from .agent import Agent
+from .agent import PASSAGE_STRATEGIES, Agent
 from .checks import HourlyChecks
 from .edit_trial import EditTrial
 from .expectations import (expected_by_hour, expected_checks, expected_edits, expected_passages,
@@ -14,6 +14,12 @@ from .expectations import (expected_by_hour, expected_checks, expected_edits, ex
 from .model import CHECK_STEP, EDIT_STEP, HOUR_US, KB_ID, QUESTION_STEP, SimClock
 from .oracle import Oracle
 from .plan import people_saves, rewrite
+
+# The ways of finding out about passages each checked day uses. The cost of finding out is the
+# Zipf day's, as in table 3; the control leaves out check_citations on every citation, which
+# would cost its CPU for a figure nobody reads (every way's verdicts must agree anyway).
+ZIPF_WAYS = PASSAGE_STRATEGIES
+CONTROL_WAYS = tuple(way for way in PASSAGE_STRATEGIES if way != "check_all")
 
 
 def fill_store(store, plan):
@@ -59,7 +65,8 @@ class DayRun:
         self.mismatches = []
         self.hourly_checks = HourlyChecks(self.store, self.agent, self.oracle, self.reads,
                                           self.mismatches, seed=plan.seed, uniform=uniform,
-                                          hours=config.hours)
+                                          hours=config.hours,
+                                          ways=CONTROL_WAYS if uniform else ZIPF_WAYS)
         self.edit_trial = EditTrial(self.store, self.agent, self.oracle, self.reads,
                                     self.mismatches, self.clock, plan, config.delays)
 
@@ -123,7 +130,7 @@ class DayRun:
                 "expected": expected_passages(q, self.reads, counts, saves, day_us, hours),
                 "expected_by_hour": expected_by_hour(q, self.reads, self.agent.answers, saves,
                                                      day_us, hours),
-                "cost": self.agent.passage_costs(),
+                "cost": self.agent.passage_costs(self.hourly_checks.ways),
                 "unmarked": sum(1 for p in self.agent.passages if p is not None and not p.marked),
             }
         return results

@@ -328,10 +328,11 @@ def passages_table(report):
         "answer was made (where a snippet marks no match, %s citations of %s, the paragraph its "
         "window starts in). Intact: that exact text is still one of the current version's "
         "paragraphs. A retitle rewrites a paragraph too, so retitled citations are split the "
-        "same way. Counted as the agent found them with check_citations; re-reading, and "
-        "polling then check_citations or a re-read, find the same, and the run fails unless "
-        "all four agree with the schedule's saves (no store call) for every citation at "
-        "every check.\n"
+        "same way. Counted as the agent found them by polling and asking check_citations "
+        "about the citations of what changed; re-reading every cited article, re-reading "
+        "what changed and (on the Zipf day) check_citations on every citation find the "
+        "same, and the run fails unless every way agrees with the schedule's saves (no "
+        "store call) for every citation at every check.\n"
         % (_n(p["zipf"]["unmarked"] + p["uniform"]["unmarked"]),
            _n(report["staleness"]["zipf"][-1]["citations"]
               + report["staleness"]["uniform"][-1]["citations"])),
