@@ -63,7 +63,7 @@ def test_each_figure_has_a_title_axis_labels_with_units_and_a_legend(drawn, name
 def test_no_text_runs_off_the_picture(drawn, name):
     """Each unrotated text's width, estimated at its font size, lies inside the picture."""
     root = ET.fromstring(drawn[name])
-    width, height = float(root.get("width")), float(root.get("height"))
+    _, _, width, height = (float(v) for v in root.get("viewBox").split())
     for text in root.iter(SVG + "text"):
         if text.get("transform"):
             continue

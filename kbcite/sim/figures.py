@@ -13,8 +13,10 @@ import xml.etree.ElementTree as ET
 from .model import delay_text
 from .report import seed_text
 
-# The size of a figure in CSS pixels: readable in a browser window of 900 or more.
+# A figure is drawn on a grid of WIDTH by its height and shown DISPLAY_WIDTH CSS pixels wide
+# (scaled alike), so it fits a browser window of 900 pixels, scroll bar and all.
 WIDTH, HEIGHT = 920, 500
+DISPLAY_WIDTH = 860
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 # Okabe and Ito's palette, told apart by readers with any colour vision; one colour per day
 # or per kind of call, the same in every figure.
@@ -46,8 +48,9 @@ def _el(parent, tag, text=None, **attrs):
 
 def _svg(title, description, width=WIDTH, height=HEIGHT):
     """An empty figure: its ``<title>``, a description, a white ground and the title drawn."""
-    root = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg", "width": str(width),
-                              "height": str(height),
+    shown_height = int(round(height * DISPLAY_WIDTH / width))
+    root = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg",
+                              "width": str(DISPLAY_WIDTH), "height": str(shown_height),
                               "viewBox": "0 0 %d %d" % (width, height),
                               "font-family": FONT, "font-size": "13"})
     _el(root, "title", title)
