@@ -653,3 +653,46 @@ def test_bad_startup_is_a_clear_error_not_a_half_started_server(db, tmp_path, ar
     stderr = done.stderr.decode("utf-8")
     assert needle in stderr, stderr
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_a_runtime_error_is_one_line_and_a_usage_error_shows_the_usage(db, tmp_path):
+    def run(*argv):
+        return subprocess.run([sys.executable] + SERVER + list(argv), input=b"",
+                              capture_output=True, timeout=TIMEOUT, cwd=str(ROOT))
+
+    usage = run("--db", str(db.path), "--grant", "support", "--writes", "sometimes")
+    assert usage.returncode == 2 and usage.stderr.startswith(b"usage: kb-server")
+    unreadable = run("--db", str(db.path), "--grant", "support",
+                     "--signing-secret-file", str(tmp_path / "no-such-secret"))
+    missing = run("--db", str(tmp_path / "missing.db"), "--grant", "support")
+    for done, needle in ((unreadable, b"--signing-secret-file: cannot read"),
+                         (missing, b"argument --db: no knowledge-base store")):
+        lines = done.stderr.splitlines()
+        assert done.returncode == 1 and b"usage:" not in done.stderr, done.stderr
+        assert lines[-1].startswith(b"kb-server: error: ") and needle in lines[-1], lines
+    assert not (tmp_path / "missing.db").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("uvicorn") is None, reason="needs the [http] extra")
+def test_a_port_already_taken_is_one_line(db):
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        address = "127.0.0.1:%d" % holder.getsockname()[1]
+        done = subprocess.run([sys.executable] + SERVER + ["--db", str(db.path), "--http",
+                                                           address],
+                              input=b"", capture_output=True, timeout=TIMEOUT, cwd=str(ROOT))
+    assert done.returncode == 1 and b"usage:" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        b"kb-server: error: argument --http: cannot listen on " + address.encode())
+
+
+def test_the_version_of_the_server_and_the_simulation():
+    for argv, name in ((SERVER, "kb-server"), (["sim.py"], "sim.py"),
+                       (["-m", "kbcite.sim"], "python -m kbcite.sim")):
+        done = subprocess.run([sys.executable] + argv + ["--version"], capture_output=True,
+                              text=True, timeout=TIMEOUT, cwd=str(ROOT))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("%s %s" % (name, kbcite.__version__)), done.stdout

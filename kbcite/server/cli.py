@@ -16,8 +16,9 @@ import os
 import secrets
 import sys
 
+from .. import __version__
 from ..errors import ToolError
-from ..limits import ACTOR_MAX
+from ..limits import ACTOR_MAX, SCHEMA_VERSION
 from ..store import KBStore
 from ..tokens import WRITE_MODES
 from .approval import APPROVAL_TTL_S, ApprovalSigner
@@ -36,6 +37,11 @@ MISSING_HTTP = ("kb-server: error: argument --http: serving HTTP needs uvicorn, 
 log = logging.getLogger(__name__)
 
 
+def fail(message):
+    """Exit with one line naming what went wrong: a runtime error, so no usage."""
+    sys.exit("kb-server: error: %s" % message)
+
+
 def build_parser():
     """The command line: a store, the transport, and who may do what."""
     d = HTTP_DEFAULTS
@@ -44,6 +50,8 @@ def build_parser():
         description="MCP server for a knowledge-base store: stdio (one client, --grant) or "
                     "Streamable HTTP (--http, bearer tokens from kb token create).",
     )
+    parser.add_argument("--version", action="version",
+                        version="kb-server %s (store schema %d)" % (__version__, SCHEMA_VERSION))
     parser.add_argument("--db", metavar="PATH", default=os.environ.get("KB_DB") or None,
                         required=not os.environ.get("KB_DB"),
                         help="an existing store, made by: kb init --db PATH KB; a file or a "
@@ -141,7 +149,7 @@ def check_args(parser, args):
         for name in ("ssl_certfile", "ssl_keyfile"):
             path = getattr(args, name)
             if path and not os.access(path, os.R_OK):
-                parser.error("argument --%s: cannot read %s" % (name.replace("_", "-"), path))
+                fail("argument --%s: cannot read %s" % (name.replace("_", "-"), path))
         return
     if args.workers != 1:
         parser.error("argument --workers: stdio serves its one client in one process; "
@@ -162,20 +170,20 @@ def open_store(args):
         # exactly as it found it.
         store = KBStore(args.db)
     except ToolError as exc:
-        sys.exit("kb-server: error: argument --db: %s" % exc.message)
+        fail("argument --db: %s" % exc.message)
     try:
         missing = [kb_id for kb_id in args.grant or () if not store.knowledge_base_exists(kb_id)]
     except ToolError as exc:
         store.close()
-        sys.exit("kb-server: error: argument --db: %s" % exc.message)
+        fail("argument --db: %s" % exc.message)
     if missing:
         store.close()
-        sys.exit("kb-server: error: argument --grant: no knowledge base %s in %s"
-                 % (", ".join(repr(kb_id) for kb_id in missing), args.db))
+        fail("argument --grant: no knowledge base %s in %s"
+             % (", ".join(repr(kb_id) for kb_id in missing), args.db))
     return store
 
 
-def signing_secret(parser, args):
+def signing_secret(args):
     """The approval handles' secret: a file, $KB_SIGNING_SECRET, or random for this server
     (all of its worker processes)."""
     if args.signing_secret_file:
@@ -183,11 +191,11 @@ def signing_secret(parser, args):
             with open(args.signing_secret_file, "rb") as fh:
                 secret = fh.read().strip()
         except OSError as exc:
-            parser.error("argument --signing-secret-file: cannot read %s: %s"
-                         % (args.signing_secret_file, exc.strerror))
+            fail("argument --signing-secret-file: cannot read %s: %s"
+                 % (args.signing_secret_file, exc.strerror))
         if len(secret) < 16:
-            parser.error("argument --signing-secret-file: at least 16 bytes of secret, got %d"
-                         % len(secret))
+            fail("argument --signing-secret-file: at least 16 bytes of secret, got %d"
+                 % len(secret))
         return secret
     if os.environ.get("KB_SIGNING_SECRET"):
         return os.environ["KB_SIGNING_SECRET"].encode("utf-8")
@@ -214,7 +222,7 @@ def claim_stdout():
     return out
 
 
-def serve_http(parser, args, secret):
+def serve_http(args, secret):
     """Serve Streamable HTTP until SIGINT or SIGTERM; returns the exit code."""
     try:
         from .asgi import Settings, is_loopback
@@ -241,8 +249,7 @@ def serve_http(parser, args, secret):
                      args.ssl_keyfile,
                      announce=lambda line: print(line, file=sys.stderr, flush=True))
     except OSError as exc:
-        parser.error("argument --http: cannot listen on %s: %s" % (args.http,
-                                                                   exc.strerror or exc))
+        fail("argument --http: cannot listen on %s: %s" % (args.http, exc.strerror or exc))
 
 
 def main(argv=None):
@@ -253,9 +260,9 @@ def main(argv=None):
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="kb_server: %(levelname)s: %(message)s")
     open_store(args).close()
-    secret = signing_secret(parser, args)
+    secret = signing_secret(args)
     if args.http:
-        return serve_http(parser, args, secret)
+        return serve_http(args, secret)
     pool = StorePool(args.db, readers=args.threads, writers=max(1, args.threads // 2),
                      queued_edits=args.queued_edits)
     protocol = Protocol(pool, ApprovalSigner(secret, args.approval_ttl))

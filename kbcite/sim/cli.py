@@ -9,6 +9,7 @@ import re
 import sys
 import tempfile
 
+from .. import __version__
 from ..engines import POSTGRES_SCHEMES
 from ..errors import ToolError
 from ..validation import clip
@@ -131,6 +132,7 @@ def database_error(url):
 def _parser(prog=None):
     # Without a prog argparse names the program as it was started: kb-sim, or sim.py.
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    p.add_argument("--version", action="version", version="%(prog)s " + __version__)
     d = Config()
     p.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"),
                    help="N, A-B or a comma list (default 1-5)")
