@@ -22,6 +22,9 @@ from .validation import check_new_article, check_people_string
 
 # Who the history says made an import's versions.
 IMPORT_ACTOR = "import"
+# The actions that write nothing, so the progress of writing leaves them out.
+QUIET_ACTIONS = frozenset(("unchanged", "conflict", "orphan"))
+
 
 def normalized(text):
     """Text as an import compares it: line breaks unified, blank lines at either end dropped
@@ -89,12 +92,14 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
                 "(kb import --yes) if that is what you mean" % "; and ".join(warnings),
                 argument="prune")
         if not dry_run:
-            writing = [a for a in actions if a["action"] not in ("unchanged", "conflict",
-                                                                  "orphan")]
+            writing = sum(1 for a in actions if a["action"] not in QUIET_ACTIONS)
+            written = 0
             for action in actions:
                 sync_apply(ctx, kb, rows, by_id, action)
-                if progress is not None and action in writing:
-                    progress("write", writing.index(action) + 1, len(writing))
+                if action["action"] not in QUIET_ACTIONS:
+                    written += 1
+                    if progress is not None:
+                        progress("write", written, writing)
             if any(a["action"] in ("create", "update") for a in actions):
                 db.optimize(kb["pk"])
             if root is not None:
