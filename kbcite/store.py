@@ -26,7 +26,7 @@ import logging
 from datetime import datetime, timezone
 
 from . import (
-    access, articles, audit, citations, edits, events, exporter, history, importer, reads,
+    access, articles, audit, catalog, citations, edits, events, exporter, history, importer, reads,
     sessions, tokens,
 )
 from .context import Context
@@ -170,6 +170,26 @@ class KBStore:
                 "%s failed inside the store (%s: %s); the transaction was rolled back, so "
                 "nothing was half done. This is a fault in the store, not in the call: report it."
                 % (name, type(exc).__name__, clip(str(exc))), retryable=False) from exc
+
+    # -- the agent's side: the catalogue (MCP resources and completions) -----------------------
+
+    def list_published(self, *, granted, after=None, limit=500):
+        """``(entries, last)``: a page of the published articles of the granted knowledge
+        bases after ``after`` (``(kb_id, article_id)``), and where the next page starts, or
+        None at the end (``kbcite.catalog.page``)."""
+        with self._tool_errors("resources/list"):
+            return catalog.page(self._ctx, granted_set(granted), after, limit)
+
+    def complete_knowledge_bases(self, prefix, *, granted):
+        """``(IDs, total)`` of the granted knowledge bases starting with ``prefix``."""
+        with self._tool_errors("completion/complete"):
+            return catalog.knowledge_bases(self._ctx, granted_set(granted), prefix)
+
+    def complete_articles(self, kb_id, text, *, granted):
+        """``(article IDs, has_more)`` completing ``text`` in a granted knowledge base: IDs by
+        prefix, then titles and texts by search words (``kbcite.catalog.article_ids``)."""
+        with self._tool_errors("completion/complete"):
+            return catalog.article_ids(self._ctx, granted_set(granted), kb_id, text)
 
     # -- the people's side: reading ------------------------------------------------------------
 

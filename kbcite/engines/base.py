@@ -328,6 +328,22 @@ class Engine:
             "SELECT a.article_id, a.title, a.published, a.updated_at, length(t.content) AS "
             "chars, a.source FROM %s WHERE a.kb_pk = ? ORDER BY a.pk" % ARTICLE_FROM, (kb_pk,))
 
+    def published_page(self, kb_pk, after, limit):
+        """Up to ``limit`` published articles of a knowledge base whose IDs sort after
+        ``after``, by ID, without their content: ``article_id, title, updated_at, bytes``."""
+        return self.rows(
+            "SELECT a.article_id, a.title, a.updated_at, t.bytes FROM %s WHERE a.kb_pk = ? "
+            "AND a.published = 1 AND a.article_id > ? ORDER BY a.article_id LIMIT ?"
+            % ARTICLE_FROM, (kb_pk, after, limit))
+
+    def published_ids_with_prefix(self, kb_pk, prefix, limit):
+        """Up to ``limit`` published article IDs of a knowledge base that start with
+        ``prefix``, by ID (compared exactly, whatever the engine's collation)."""
+        return [r["article_id"] for r in self.rows(
+            "SELECT article_id FROM articles WHERE kb_pk = ? AND published = 1 AND "
+            "substr(article_id, 1, ?) = ? ORDER BY article_id LIMIT ?",
+            (kb_pk, len(prefix), prefix, limit))]
+
     def published_texts(self, kb_pk):
         """Every published article's pk, title and content, in creation order (to index anew)."""
         return self.rows("SELECT a.pk, a.title, t.content FROM %s WHERE a.kb_pk = ? AND "
