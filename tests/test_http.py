@@ -170,7 +170,7 @@ def test_modern_errors_have_their_http_statuses(served, server):
     """streamable-http.mdx, "Request Metadata": unknown method 404; versions 400 -32022."""
     s = server()
     client = Http(s, served.allow)
-    status, reply = client.modern("resources/list")
+    status, reply = client.modern("prompts/list")
     assert status == 404 and reply["error"]["code"] == -32601
     status, reply = client.modern("tools/list", headers={"MCP-Protocol-Version": "2099-01-01"})
     assert status == 400 and reply["error"]["code"] == -32020

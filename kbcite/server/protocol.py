@@ -13,6 +13,8 @@ from typing import Any, Dict, Optional
 from .. import __version__
 from ..errors import ToolError
 from ..tools import TOOLS
+from . import resources
+from .subscriptions import TooMany
 from .approval import Approvals, client_supports_form_elicitation
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
                       UNSUPPORTED_VERSION, RpcError, error_response, result_response,
@@ -33,8 +35,20 @@ LATEST_LEGACY = LEGACY_VERSIONS[0]
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 
 EDIT_TOOL = "edit_knowledge_article"
+
+# Methods that read the store: a transport runs them where waiting for it holds up nothing.
+STORE_METHODS = ("tools/call", "resources/list", "resources/read", "completion/complete")
+
+# RFC 5424's levels, as logging/setLevel names them (server/utilities/logging.mdx), least
+# severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+# Subscribed URIs one client holds at once (a stdio client, a handshake session, a listen
+# stream): a client cannot make the watcher's work grow without bound.
+SUBSCRIPTIONS_MAX = 1000
 
 # 2026-07-28 list results say how long a client may cache them (server/utilities/caching.mdx).
 # The list depends on the caller's write mode: private to its authorisation, one minute.
@@ -66,6 +80,27 @@ class Principal:
     writes: str
 
 
+class Listen:
+    """What a subscriptions/listen request opens, handed to its transport in place of a
+    result: the listen request's ID and the filter we honour (the acknowledgement's)."""
+
+    def __init__(self, request_id, honored):
+        self.request_id = request_id
+        self.honored = honored
+
+    def acknowledgement(self):
+        """notifications/subscriptions/acknowledged: the first message of the stream."""
+        return {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": {META_SUBSCRIPTION: self.request_id},
+                           "notifications": self.honored}}
+
+    def ended(self):
+        """The listen request's result: the stream ends gracefully (the server stops)."""
+        return {"jsonrpc": "2.0", "id": self.request_id,
+                "result": {"resultType": "complete",
+                           "_meta": {META_SUBSCRIPTION: self.request_id}}}
+
+
 # -- the protocol -----------------------------------------------------------------------------
 
 
@@ -80,6 +115,10 @@ class Context:
     ask: Any = None
     modern: bool = False
     meta: Dict[str, Any] = field(default_factory=dict)
+    # The caller's subscriptions (``add``, ``remove``), where its transport holds them.
+    subscriptions: Any = None
+    # Sends a notification to the client now, where the transport can (stdio).
+    notify: Any = None
 
     @property
     def client_capabilities(self):
@@ -99,6 +138,18 @@ class Protocol:
         self.approvals = Approvals(signer, pool, self._run)
         self.server_info = {"name": SERVER_NAME, "title": "Knowledge base",
                             "version": SERVER_VERSION}
+        shared = {"tools/list": self._list_tools, "tools/call": self._call_tool,
+                  "resources/list": self._list_resources,
+                  "resources/templates/list": self._list_templates,
+                  "resources/read": self._read_resource, "completion/complete": self._complete}
+        # 2026-07-28 removed ping, resources/subscribe and logging/setLevel; listening replaces
+        # the subscriptions (changelog.mdx, major changes 4 and 5).
+        self.modern_methods = dict(shared, **{"server/discover": self._discover,
+                                              "subscriptions/listen": self._listen})
+        self.legacy_methods = dict(shared, **{"initialize": self._initialize, "ping": self._ping,
+                                              "resources/subscribe": self._subscribe,
+                                              "resources/unsubscribe": self._unsubscribe,
+                                              "logging/setLevel": self._set_level})
 
     # -- routing ----------------------------------------------------------------------------------
 
@@ -143,17 +194,17 @@ class Protocol:
         if self.era_of(method, params, ctx.session) == "modern":
             ctx.modern = True
             ctx.meta = self.check_meta(params["_meta"])
-            handler = {"server/discover": self._discover, "tools/list": self._list_tools,
-                       "tools/call": self._call_tool}.get(method)
+            handler = self.modern_methods.get(method)
             if handler is None:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s (2026-07-28 serves "
-                               "server/discover, tools/list and tools/call)" % method)
+                               "%s)" % (method, ", ".join(sorted(self.modern_methods))))
             result = handler(params, ctx)
+            if isinstance(result, Listen):
+                return result
             result.setdefault("resultType", "complete")
             result["_meta"] = {META_SERVER: self.server_info}
             return result
-        handler = {"initialize": self._initialize, "ping": self._ping,
-                   "tools/list": self._list_tools, "tools/call": self._call_tool}.get(method)
+        handler = self.legacy_methods.get(method)
         if handler is None:
             # At once, for any method: a client probing falls back instead of timing out.
             raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s" % method)
@@ -204,9 +255,22 @@ class Protocol:
                  client.get("version", "?"), version, requested,
                  "yes" if client_supports_form_elicitation(session.client_capabilities) else "no",
                  session.principal.name, session.principal.writes)
-        return {"protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": False}},
+        return {"protocolVersion": version, "capabilities": self.capabilities(version),
                 "serverInfo": self.server_info, "instructions": INSTRUCTIONS}
+
+    @staticmethod
+    def capabilities(version):
+        """What the server offers in a version: tools, resources with subscriptions and list
+        changes, completions (from 2025-03-26), logging (handshake versions only: 2026-07-28
+        deprecates it)."""
+        found = {"tools": {"listChanged": False},
+                 "resources": {"subscribe": True, "listChanged": True}}
+        if version in MODERN_VERSIONS or resources.speaks(version,
+                                                          resources.COMPLETIONS_SINCE):
+            found["completions"] = {}
+        if version not in MODERN_VERSIONS:
+            found["logging"] = {}
+        return found
 
     @staticmethod
     def _ping(params, ctx):
@@ -215,7 +279,7 @@ class Protocol:
     def _discover(self, params, ctx):
         """server/discover (2026-07-28, server/discover.mdx)."""
         return {"supportedVersions": list(SUPPORTED_VERSIONS),
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": self.capabilities(MODERN_VERSIONS[0]),
                 "instructions": INSTRUCTIONS, "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
     @staticmethod
@@ -250,13 +314,120 @@ class Protocol:
         try:
             if name == EDIT_TOOL and ctx.principal.writes == "ask":
                 return self.approvals.edit(name, arguments, params, ctx)
-            return tool_result(self._run(name, arguments, ctx))
+            return self.with_links(name, tool_result(self._run(name, arguments, ctx)), ctx)
         except ToolError as err:
             # Reported to the model as a result with isError, never as a JSON-RPC error: the
             # spec wants errors that arise in the tool where the model can see and act on them.
             # The store turns every failure of a call (its database's included) into one.
             log.info("%s: %s: %s", name, err.code, err.message)
+            self.log_to_client(ctx, "warning", {"tool": name, "error": err.code,
+                                                "message": err.message})
             return tool_error(err)
+
+    @staticmethod
+    def with_links(name, result, ctx):
+        """A tool result with a resource_link beside it for each article it cites (a search's
+        hits, a read), where the client's version has resource links (2025-06-18 on)."""
+        if ctx.modern or (ctx.session is not None and resources.speaks(
+                ctx.session.protocol_version, resources.LINKS_SINCE)):
+            result["content"].extend(resources.links_for(name, result["structuredContent"]))
+        return result
+
+    @staticmethod
+    def log_to_client(ctx, level, data):
+        """notifications/message to a handshake session that asked for this level or a less
+        severe one (logging/setLevel), where its transport can send one now."""
+        session = ctx.session
+        wanted = getattr(session, "log_level", None) if session is not None else None
+        if ctx.modern or wanted is None or ctx.notify is None:
+            return
+        if LOG_LEVELS.index(level) >= LOG_LEVELS.index(wanted):
+            ctx.notify({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": level, "logger": SERVER_NAME, "data": data}})
+
+    # -- resources and completions -------------------------------------------------------------
+
+    def _reading(self, ctx):
+        """A read connection for a request, which the client's cancel can stop."""
+        return self.pool.reading(ctx.call.cancelled)
+
+    def _list_resources(self, params, ctx):
+        with self._reading(ctx) as store:
+            return resources.list_resources(store, params, ctx.principal, ctx.modern)
+
+    def _list_templates(self, params, ctx):
+        return resources.list_templates(params, ctx.modern)
+
+    def _read_resource(self, params, ctx):
+        with self._reading(ctx) as store:
+            return resources.read_resource(store, params, ctx.principal, ctx.modern)
+
+    def _complete(self, params, ctx):
+        with self._reading(ctx) as store:
+            return resources.complete(store, params, ctx.principal)
+
+    # -- subscriptions and logging ----------------------------------------------------------
+
+    @staticmethod
+    def _subscriptions(ctx):
+        if ctx.subscriptions is None:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: this transport holds no "
+                           "subscriptions")
+        return ctx.subscriptions
+
+    def _subscribe(self, params, ctx):
+        """resources/subscribe (2025-11-25): any URI is taken, ours or not, readable or not,
+        so that subscribing tells nothing; only what the caller may read ever notifies."""
+        uri = resources.check_uri_param(params)
+        if len(uri) > resources.URI_MAX:
+            raise RpcError(INVALID_PARAMS, "Invalid params: uri is longer than %d characters"
+                           % resources.URI_MAX)
+        try:
+            self._subscriptions(ctx).add(uri)
+        except TooMany as exc:
+            raise RpcError(INTERNAL_ERROR, "Subscription limit reached: %s" % exc,
+                           {"reason": "subscription_limit"})
+        return {}
+
+    def _unsubscribe(self, params, ctx):
+        """resources/unsubscribe: forget a URI subscribed to (one never subscribed is fine)."""
+        self._subscriptions(ctx).remove(resources.check_uri_param(params))
+        return {}
+
+    def _listen(self, params, ctx):
+        """subscriptions/listen (2026-07-28): the stream's filter, as far as we honour it; the
+        transport sends the acknowledgement and holds the stream open."""
+        if ctx.subscriptions is None:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found: this transport holds no "
+                           "listen streams")
+        wanted = params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: notifications must be an object "
+                           "(a SubscriptionFilter: resourcesListChanged, resourceSubscriptions)")
+        uris = wanted.get("resourceSubscriptions", [])
+        if not isinstance(uris, list) or not all(isinstance(u, str) and len(u) <= resources.URI_MAX
+                                                 for u in uris):
+            raise RpcError(INVALID_PARAMS, "Invalid params: resourceSubscriptions must be a list "
+                           "of URIs (strings of at most %d characters)" % resources.URI_MAX)
+        if len(set(uris)) > SUBSCRIPTIONS_MAX:
+            raise RpcError(INVALID_PARAMS, "Invalid params: at most %d URIs a listen stream; "
+                           "open another stream for more" % SUBSCRIPTIONS_MAX)
+        honored = {}
+        # Tools and prompts never change here (tools.listChanged is false; no prompts).
+        if wanted.get("resourcesListChanged") is True:
+            honored["resourcesListChanged"] = True
+        if uris:
+            honored["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        return Listen(ctx.call.request_id, honored)
+
+    def _set_level(self, params, ctx):
+        """logging/setLevel (2025-11-25): the least severe notifications/message to send."""
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise RpcError(INVALID_PARAMS, "Invalid params: level must be one of %s"
+                           % ", ".join(LOG_LEVELS))
+        ctx.session.log_level = level
+        return {}
 
     def _run(self, name, arguments, ctx):
         """The tool's structured result, on a borrowed store the client's cancel can stop: an
@@ -286,7 +457,10 @@ def answer(protocol, message, ctx):
     """The response to one request (or None if it was cancelled); never raises."""
     request_id = message["id"]
     try:
-        return result_response(request_id, protocol.handle(message, ctx))
+        result = protocol.handle(message, ctx)
+        if isinstance(result, Listen):
+            return result  # the transport opens the stream
+        return result_response(request_id, result)
     except Cancelled:
         return None
     except RpcError as exc:

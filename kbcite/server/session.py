@@ -71,6 +71,8 @@ class Session:
         self.asks = {}  # our elicitation request ID -> Ask
         self._asked = 0
         self.closed = False
+        # logging/setLevel's level: no notifications/message until the client asks for some.
+        self.log_level = None
 
     def begin(self, message):
         """The Call for a request now in flight; RpcError if its ID is already in flight."""

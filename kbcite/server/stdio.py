@@ -9,10 +9,12 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from .jsonrpc import PARSE_ERROR, RpcError, classify, encode, error_response, id_if_any
+from .jsonrpc import (INTERNAL_ERROR, PARSE_ERROR, RpcError, classify, encode, error_response,
+                      id_if_any, id_key, is_request_id)
 from .pool import READERS
-from .protocol import EDIT_TOOL, Context, answer
+from .protocol import EDIT_TOOL, STORE_METHODS, SUBSCRIPTIONS_MAX, Context, Listen, answer
 from .session import Cancelled, Session
+from .subscriptions import Hub, Subscriber, TooMany
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,13 @@ class StdioTransport:
                                         thread_name_prefix="kb-edit")
         self._write_lock = threading.Lock()
         self._closed = False
+        # Notifications: the watcher starts with the first subscription. The client's
+        # resources/subscribe URIs (2025-11-25) are one subscriber; each listen stream
+        # (2026-07-28) another, until notifications/cancelled names its request.
+        self.hub = Hub(protocol.pool.address)
+        self._subscriber = None
+        self._listens = {}
+        self._subs_lock = threading.Lock()
 
     def send(self, message):
         """Write one message line to stdout, whole; never raises."""
@@ -61,6 +70,7 @@ class StdioTransport:
             ask.answered.set()
         self.reads.shutdown(wait=True)
         self.edits.shutdown(wait=True)
+        self.hub.close()
         return 0
 
     def handle_line(self, raw):
@@ -91,8 +101,9 @@ class StdioTransport:
             self.send(error_response(message["id"], exc))
             return
         ctx = Context(principal=session.principal, call=call, session=session,
-                      ask=lambda params: self._ask(call, params))
-        if message["method"] == "tools/call":
+                      ask=lambda params: self._ask(call, params), subscriptions=self,
+                      notify=self.send)
+        if message["method"] in STORE_METHODS:
             params = message.get("params")
             name = params.get("name") if isinstance(params, dict) else None
             (self.edits if name == EDIT_TOOL else self.reads).submit(self._work, message, ctx)
@@ -104,8 +115,70 @@ class StdioTransport:
     def _work(self, message, ctx):
         response = answer(self.protocol, message, ctx)
         self.session.end(ctx.call)
-        if response is not None and not ctx.call.cancelled.is_set():
+        if isinstance(response, Listen):
+            self._listen(response, ctx)
+        elif response is not None and not ctx.call.cancelled.is_set():
             self.send(response)
+
+    # -- subscriptions ---------------------------------------------------------------------------
+
+    def _deliver(self, message):
+        self.send(message)
+        return not self._closed
+
+    def add(self, uri):
+        """resources/subscribe: the client's subscriber, made and watched at the first."""
+        with self._subs_lock:
+            subscriber = self._subscriber
+            if subscriber is None:
+                subscriber = self._subscriber = Subscriber(
+                    self.session.principal, self._deliver, list_changed=True,
+                    limit=SUBSCRIPTIONS_MAX)
+                fresh = True
+            else:
+                fresh = False
+        subscriber.add(uri)
+        if fresh:
+            self.hub.add(subscriber)
+
+    def remove(self, uri):
+        """resources/unsubscribe."""
+        if self._subscriber is not None:
+            self._subscriber.remove(uri)
+
+    def _listen(self, listen, ctx):
+        """subscriptions/listen: the acknowledgement first, then what the filter asked for,
+        until the client cancels the request (no response then) or the server stops."""
+        key = id_key(listen.request_id)
+        opened = threading.Event()
+
+        def deliver(message):
+            opened.wait(5)  # nothing of the stream before its acknowledgement
+            return self._deliver(message)
+
+        subscriber = Subscriber(self.session.principal, deliver,
+                                list_changed=bool(listen.honored.get("resourcesListChanged")),
+                                tag=listen.request_id, limit=SUBSCRIPTIONS_MAX)
+        for uri in listen.honored.get("resourceSubscriptions", ()):
+            subscriber.add(uri)
+        with self._subs_lock:
+            if key in self._listens:
+                self.send(error_response(listen.request_id, RpcError(
+                    INTERNAL_ERROR, "a listen stream with request id %r is open; use a new id"
+                    % (listen.request_id,))))
+                return
+            self._listens[key] = subscriber
+        try:
+            self.hub.add(subscriber)
+        except TooMany as exc:
+            with self._subs_lock:
+                self._listens.pop(key, None)
+            self.send(error_response(listen.request_id, RpcError(
+                INTERNAL_ERROR, "Subscription limit reached: %s" % exc,
+                {"reason": "subscription_limit"})))
+            return
+        self.send(listen.acknowledgement())
+        opened.set()
 
     def _ask(self, call, params):
         """Put a question to the client; the reply, None on timeout; Cancelled if cancelled."""
@@ -124,4 +197,13 @@ class StdioTransport:
             log.info("ignored a response to unknown request %.80r", message.get("id"))
 
     def _on_notification(self, message):
+        params = message.get("params")
+        if message["method"] == "notifications/cancelled" and isinstance(params, dict) \
+                and is_request_id(params.get("requestId")):
+            with self._subs_lock:
+                listening = self._listens.pop(id_key(params["requestId"]), None)
+            if listening is not None:
+                # The client ends its listen stream: no response for it (subscriptions.mdx).
+                self.hub.remove(listening)
+                return
         self.session.notify(message)

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 from types import SimpleNamespace
+from urllib.parse import unquote
 
 import kbcite
 
@@ -249,12 +250,33 @@ def error_of(result):
 
 
 def structured(result):
-    """The structuredContent of a successful CallToolResult, checked against its text twin."""
+    """The structuredContent of a successful CallToolResult, checked against its text twin
+    and against the resource links beside it (one for each article it cites, if any)."""
     assert not result.get("isError"), result
-    [block] = result["content"]
+    block, links = result["content"][0], result["content"][1:]
     assert block["type"] == "text"
     assert json.loads(block["text"]) == result["structuredContent"]
-    return result["structuredContent"]
+    found = result["structuredContent"]
+    cited = [hit["citation"] for hit in found.get("results", ())
+             if isinstance(hit, dict) and "snippet" in hit]
+    if "content" in found and "citation" in found:
+        cited = [found["citation"]]
+    if links:
+        assert [link["type"] for link in links] == ["resource_link"] * len(links), links
+        assert [link_citation(link) for link in links] == cited, (links, cited)
+    return found
+
+
+def link_citation(link):
+    """The citation a resource_link names, read back from its URI."""
+    assert link["uri"].startswith("kb://") and link["mimeType"] == "text/markdown", link
+    head, _, version = link["uri"][5:].partition("@")
+    kb_id, _, article_id = head.partition("/articles/")
+    cited = {"knowledge_base_id": unquote(kb_id), "article_id": unquote(article_id),
+             "updated_at": unquote(version)}
+    assert link["name"] == cited["article_id"], link
+    assert link["annotations"]["lastModified"] == cited["updated_at"], link
+    return cited
 
 
 def edit_args(db, article_id, version, content, key, **extra):

@@ -1,0 +1,264 @@
+"""Subscriptions fed by the event log: who is listening for which articles, and one watcher a
+process that reads the log and tells them.
+
+The event log is the truth and a notification only a hint to read it: the watcher keeps each
+knowledge base's head, and when one moves it reads the events after the head it saw, so a
+change made by any process on the store (another server worker, the ``kb`` command line, an
+import) reaches every listener here, and a wake-up that comes late loses nothing. The watcher
+looks at the heads every ``WATCH_INTERVAL_S`` (one indexed read of one small table); it never
+writes to a client itself, it hands each subscriber its messages through the subscriber's own
+``deliver``, which must not block (HTTP queues them for the stream's task; stdio writes a line).
+
+A subscriber is a stdio client, a 2025-11-25 session's GET stream (whose subscriptions the
+store keeps, so that any server worker may take ``resources/subscribe``), or a 2026-07-28
+listen stream. It hears only of articles in knowledge bases its caller is granted, so a
+subscription to an ungranted article is taken like any other and never fires. A token's
+revocation, and a session's end, end its subscribers.
+"""
+
+import logging
+import threading
+
+from ..errors import ToolError
+from ..store import KBStore
+from . import resources
+
+# How often the watcher looks at the log's heads: the issue's "within a second" with room.
+WATCH_INTERVAL_S = 0.2
+
+# How often it looks for revoked tokens and ended sessions among its subscribers.
+LIVENESS_S = 5.0
+
+# Events read from one knowledge base's log at a time while catching up.
+EVENTS_PAGE = 100
+
+# Subscribers (streams) one token holds in one process at once: each holds a connection open.
+STREAMS_PER_TOKEN = 8
+
+# The events that change what a list shows: an article appears, goes, or is gone for good.
+LIST_EVENTS = ("article.published", "article.unpublished", "article.deleted")
+
+log = logging.getLogger(__name__)
+
+
+class TooMany(Exception):
+    """A subscriber over its token's bound: the client hears why, and nothing opens."""
+
+
+class Subscriber:
+    """One client's notifications: the URIs it subscribed to (or where to find them), whether
+    it wants the list's changes, and how to hand it a message."""
+
+    def __init__(self, principal, deliver, *, list_changed=False, tag=None, token=False,
+                 source=None, limit=1000):
+        self.principal = principal
+        # deliver(message) -> False once the client cannot be reached (the watcher drops it).
+        self.deliver = deliver
+        self.list_changed = list_changed
+        # 2026-07-28: the listen request's ID, which every notification carries in _meta.
+        self.tag = tag
+        # Whether the principal is a token's (its revocation ends this subscriber).
+        self.token = token
+        # source(store) -> the URIs subscribed to now, or None once the session ended: a
+        # 2025-11-25 HTTP session's subscriptions live in the store, any worker adds to them.
+        self.source = source
+        self.limit = limit
+        self.closed = threading.Event()
+        self._uris = {}  # URI as the client spelled it -> (kb, article, version) or None
+        self._lock = threading.Lock()
+
+    def add(self, uri):
+        """Subscribe to a URI; TooMany beyond the limit."""
+        with self._lock:
+            if uri not in self._uris and len(self._uris) >= self.limit:
+                raise TooMany("at most %d subscribed URIs a client; unsubscribe some first"
+                              % self.limit)
+            self._uris[uri] = resources.parse_uri(uri)
+
+    def remove(self, uri):
+        """Forget a URI (one never subscribed to is fine)."""
+        with self._lock:
+            self._uris.pop(uri, None)
+
+    def uris(self, store):
+        """``{URI: parsed}`` subscribed to now; None when the subscriber's session is gone."""
+        if self.source is None:
+            with self._lock:
+                return dict(self._uris)
+        found = self.source(store)
+        return None if found is None else {uri: resources.parse_uri(uri) for uri in found}
+
+    def message(self, method, params=None):
+        """A notification for this subscriber, tagged with its listen stream where it has one."""
+        params = dict(params or {})
+        if self.tag is not None:
+            params["_meta"] = {"io.modelcontextprotocol/subscriptionId": self.tag}
+        message = {"jsonrpc": "2.0", "method": method}
+        if params:
+            message["params"] = params
+        return message
+
+    def close(self):
+        """Nothing more is delivered."""
+        self.closed.set()
+
+
+def changes(events, uris, list_changed):
+    """``(URIs updated, whether the list changed)`` by a knowledge base's new events, for a
+    subscriber's ``{URI: (kb, article, version)}`` of that knowledge base.
+
+    A current-version URI changes with every event of its article; a version's text never
+    changes, only whether it can be read: its publish, unpublish, delete."""
+    by_article = {}
+    for uri, parsed in uris.items():
+        by_article.setdefault(parsed[1], []).append((uri, parsed[2]))
+    updated = []
+    listed = False
+    for event in events:
+        listed = listed or (list_changed and event["type"] in LIST_EVENTS)
+        for uri, version in by_article.get(event["article_id"], ()):
+            if (version is None or event["type"] != "article.updated") and uri not in updated:
+                updated.append(uri)
+    return updated, listed
+
+
+class Hub:
+    """This process's subscribers and the one watcher thread that reads the log for them."""
+
+    def __init__(self, address, interval=WATCH_INTERVAL_S, streams_per_token=STREAMS_PER_TOKEN):
+        self.address = address
+        self.interval = interval
+        self.streams_per_token = streams_per_token
+        self._subscribers = []
+        self._lock = threading.Lock()
+        self._thread = None
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._heads = {}
+
+    # -- subscribers -----------------------------------------------------------------------
+
+    def add(self, subscriber):
+        """Start notifying ``subscriber``; TooMany when its token holds its bound of streams.
+        Returns once the watcher knows the heads, so no change after this is missed."""
+        with self._lock:
+            if subscriber.token:
+                held = sum(1 for s in self._subscribers
+                           if s.token and s.principal.name == subscriber.principal.name)
+                if held >= self.streams_per_token:
+                    raise TooMany("token %s holds %d notification streams in this server "
+                                  "process, its bound; close one first"
+                                  % (subscriber.principal.name, held))
+            self._subscribers.append(subscriber)
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._watch, daemon=True,
+                                                name="kb-watcher")
+                self._thread.start()
+        self._ready.wait(10)
+
+    def remove(self, subscriber):
+        """Stop notifying ``subscriber``."""
+        subscriber.close()
+        with self._lock:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+    def subscribers(self):
+        """The subscribers now (a copy)."""
+        with self._lock:
+            return list(self._subscribers)
+
+    def close(self):
+        """Stop the watcher; every subscriber is closed."""
+        self._stop.set()
+        for subscriber in self.subscribers():
+            self.remove(subscriber)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5)
+
+    # -- the watcher -----------------------------------------------------------------------
+
+    def _watch(self):
+        store = None
+        since_liveness = 0.0
+        try:
+            while not self._stop.is_set():
+                try:
+                    if store is None:
+                        store = KBStore(self.address)
+                    heads = {kb["knowledge_base_id"]: kb["head_sequence"]
+                             for kb in store.list_knowledge_bases()}
+                    if not self._ready.is_set():
+                        self._heads = heads
+                        self._ready.set()
+                    else:
+                        self._catch_up(store, heads)
+                    since_liveness += self.interval
+                    if since_liveness >= LIVENESS_S:
+                        since_liveness = 0.0
+                        self._check_liveness(store)
+                except ToolError as exc:
+                    # The log stays where it was: the next look reads what this one missed.
+                    log.info("the watcher could not read the event log (%s); trying again",
+                             exc.message)
+                    if store is not None:
+                        store.close()
+                        store = None
+                self._stop.wait(self.interval)
+        except Exception:  # a bug: subscribers stop hearing, the log says why
+            log.exception("the event-log watcher failed; notifications stop")
+        finally:
+            self._ready.set()
+            if store is not None:
+                store.close()
+
+    def _catch_up(self, store, heads):
+        for kb_id, head in sorted(heads.items()):
+            seen = self._heads.get(kb_id, 0)
+            if head <= seen:
+                continue
+            events = []
+            while seen < head:
+                page = store.events(kb_id, seen, EVENTS_PAGE)
+                if not page["events"]:
+                    break
+                events.extend(page["events"])
+                seen = page["events"][-1]["sequence"]
+            self._heads[kb_id] = max(seen, head)
+            if events:
+                self._dispatch(store, kb_id, events)
+
+    def _dispatch(self, store, kb_id, events):
+        for subscriber in self.subscribers():
+            if kb_id not in subscriber.principal.grants:
+                continue
+            uris = subscriber.uris(store)
+            if uris is None:
+                log.info("a subscriber's session ended; its notifications stop")
+                self.remove(subscriber)
+                continue
+            mine = {u: p for u, p in uris.items() if p is not None and p[0] == kb_id}
+            updated, listed = changes(events, mine, subscriber.list_changed)
+            messages = [subscriber.message("notifications/resources/updated", {"uri": uri})
+                        for uri in updated]
+            if listed:
+                messages.append(subscriber.message("notifications/resources/list_changed"))
+            for message in messages:
+                if not subscriber.deliver(message):
+                    self.remove(subscriber)
+                    break
+
+    def _check_liveness(self, store):
+        """End the subscribers of revoked tokens and of sessions that ended."""
+        subscribers = self.subscribers()
+        if not subscribers:
+            return
+        revoked = {t["name"] for t in store.list_tokens() if t.get("revoked_at")}
+        for subscriber in subscribers:
+            if subscriber.token and subscriber.principal.name in revoked:
+                log.info("token %s was revoked; its notification stream ends",
+                         subscriber.principal.name)
+                self.remove(subscriber)
+            elif subscriber.source is not None and subscriber.uris(store) is None:
+                self.remove(subscriber)
