@@ -13,6 +13,11 @@ server's question (a JSON-RPC response, ``kind`` ``response``, ``target`` our re
 ``notifications/cancelled`` (``cancelled``, ``target`` the request ID as JSON). The process
 holding the request collects and forgets it; one nobody collects lapses with its session, or
 after ``MESSAGE_TTL_US``.
+
+A session's subscriptions (``resources/subscribe``) are kept the same way, as messages of kind
+``subscription`` (``target`` the URI), never collected: they last until the client
+unsubscribes or the session ends, whichever process took them and whichever holds the
+session's notification stream.
 """
 
 import json
@@ -98,6 +103,39 @@ def leave(ctx, session_id, kind, target, body):
         db.session_message_insert(secrets.token_hex(12), session_id, kind, target,
                                   json.dumps(body, ensure_ascii=False), ctx.now_us())
     return True
+
+
+def subscribe(ctx, session_id, token_name, uri, per_token):
+    """Record that a session subscribes to ``uri``; returns False (nothing recorded) when the
+    token's sessions already hold ``per_token`` subscriptions, None when the session ended,
+    True otherwise (a URI subscribed to twice is kept once)."""
+    db = ctx.db
+    with db.write():
+        if db.session_row(session_id) is None:
+            return None
+        if uri in db.session_subscriptions(session_id):
+            return True
+        if db.session_subscription_count(token_name) >= per_token:
+            return False
+        db.session_message_insert(secrets.token_hex(12), session_id, "subscription", uri, "{}",
+                                  ctx.now_us())
+    return True
+
+
+def unsubscribe(ctx, session_id, uri):
+    """Forget a session's subscription to ``uri`` (one it never had is fine)."""
+    db = ctx.db
+    with db.write():
+        db.session_subscription_delete(session_id, uri)
+
+
+def subscriptions(ctx, session_id):
+    """The URIs a session subscribes to, or None once the session has ended."""
+    db = ctx.db
+    with db.read():
+        if db.session_row(session_id) is None:
+            return None
+        return db.session_subscriptions(session_id)
 
 
 def collect(ctx, session_ids):

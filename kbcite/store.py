@@ -388,6 +388,19 @@ class KBStore:
         False when the session has ended."""
         return sessions.leave(self._ctx, session_id, kind, target, body)
 
+    def session_subscribe(self, session_id, token_name, uri, *, per_token):
+        """Record a session's subscription to ``uri``: True, False over the token's bound of
+        ``per_token``, None when the session ended (``kbcite.sessions.subscribe``)."""
+        return sessions.subscribe(self._ctx, session_id, token_name, uri, per_token)
+
+    def session_unsubscribe(self, session_id, uri):
+        """Forget a session's subscription to ``uri``."""
+        sessions.unsubscribe(self._ctx, session_id, uri)
+
+    def session_subscriptions(self, session_id):
+        """The URIs a session subscribes to, or None once it has ended."""
+        return sessions.subscriptions(self._ctx, session_id)
+
     def session_collect(self, session_ids):
         """``(messages, live session IDs)`` for these sessions."""
         return sessions.collect(self._ctx, session_ids)

@@ -679,8 +679,8 @@ class Engine:
         """The messages left for these sessions, oldest first."""
         marks = ",".join("?" * len(session_ids))
         return self.rows("SELECT id, session_id, kind, target, body, created_us FROM "
-                         "session_messages WHERE session_id IN (%s) ORDER BY created_us, id"
-                         % marks, list(session_ids))
+                         "session_messages WHERE session_id IN (%s) AND kind <> 'subscription' "
+                         "ORDER BY created_us, id" % marks, list(session_ids))
 
     def session_messages_delete(self, message_ids):
         """Forget messages (collected)."""
@@ -689,7 +689,26 @@ class Engine:
 
     def session_messages_expire(self, before_us):
         """Forget every message left before ``before_us`` that nobody collected."""
-        self.execute("DELETE FROM session_messages WHERE created_us < ?", (before_us,))
+        self.execute("DELETE FROM session_messages WHERE created_us < ? AND kind <> "
+                     "'subscription'", (before_us,))
+
+    def session_subscriptions(self, session_id):
+        """The URIs a session subscribed to (kept as its messages of kind ``subscription``,
+        which last as long as the session), oldest first."""
+        return [r["target"] for r in self.rows(
+            "SELECT target FROM session_messages WHERE session_id = ? AND kind = "
+            "'subscription' ORDER BY created_us, id", (session_id,))]
+
+    def session_subscription_count(self, token_name):
+        """How many URIs the sessions of a token subscribe to, all told."""
+        return self.value(
+            "SELECT count(*) FROM session_messages AS m JOIN sessions AS s ON s.id = "
+            "m.session_id WHERE s.token_name = ? AND m.kind = 'subscription'", (token_name,))
+
+    def session_subscription_delete(self, session_id, uri):
+        """Forget one URI a session subscribed to; returns whether it had."""
+        return self.execute("DELETE FROM session_messages WHERE session_id = ? AND kind = "
+                            "'subscription' AND target = ?", (session_id, uri)).rowcount > 0
 
     # -- shared: the audit ----------------------------------------------------------------------
 

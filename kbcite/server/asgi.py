@@ -33,9 +33,10 @@ from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_R
                       METHOD_NOT_FOUND, MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION,
                       RpcError, classify, encode, error_response, id_if_any)
 from .pool import QUEUED_EDITS, READERS, Connections, StorePool
-from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SERVER_VERSION, Context,
-                       Principal, Protocol, answer)
+from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SERVER_VERSION,
+                       SUBSCRIPTIONS_MAX, Context, Listen, Principal, Protocol, answer)
 from .session import Call, Cancelled
+from .subscriptions import Hub, Subscriber, TooMany
 
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource" + MCP_PATH
@@ -63,6 +64,17 @@ RETRY_AFTER_S = 1
 # A worker thread writing to a stream gives up on the event loop after this long.
 SEND_TIMEOUT_S = 30.0
 
+# A notification stream (a session's GET, a listen) says it is alive this often: an SSE
+# comment, which clients skip, so that proxies and clients' read timeouts (the Python SDK's is
+# 300 s) never take a quiet stream for a dead one. The Python SDK's server uses the same.
+KEEPALIVE_S = 15.0
+
+# Notifications waiting to be written to one stream; a client that reads none of them is cut
+# off past this (it lists and reads again when it comes back).
+STREAM_BACKLOG = 1000
+
+KEEPALIVE = b":\r\n\r\n"
+
 # The HTTP status of each error on the 2026-07-28 path (transports/streamable-http.mdx).
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                 HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
@@ -89,7 +101,8 @@ ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": (
                "KB_APPROVAL_TTL": ("approval_ttl", int),
                "KB_AUTHORIZATION_SERVER": ("authorization_server", str),
                "KB_SESSION_TIMEOUT": ("session_timeout", float),
-               "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int)}
+               "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int),
+               "KB_KEEPALIVE": ("keepalive", float)}
 
 log = logging.getLogger(__name__)
 
@@ -122,15 +135,21 @@ class Settings:
     session_timeout: float = SESSION_TIMEOUT_S
     sessions_per_token: int = SESSIONS_PER_TOKEN
     max_requests: int = MAX_REQUESTS
+    keepalive: float = KEEPALIVE_S
+    # Subscribed URIs all the handshake sessions of one token hold at once.
+    subscriptions_per_token: int = SUBSCRIPTIONS_MAX
 
 
 class Reply:
     """A whole response (JSON when there is a body), or the last event of a stream."""
 
-    __slots__ = ("status", "body", "headers", "close", "streamed", "cors")
+    __slots__ = ("status", "body", "headers", "close", "streamed", "cors", "stream")
 
-    def __init__(self, status, body=None, headers=None, close=False, streamed=False, cors=True):
+    def __init__(self, status, body=None, headers=None, close=False, streamed=False, cors=True,
+                 stream=None):
         self.status = status
+        # A notification stream to hold open: ``(subscriber, first message, last message)``.
+        self.stream = stream
         self.body = body
         self.headers = headers or []
         self.close = close
@@ -333,6 +352,14 @@ async def _watch(receive, watch):
             return
 
 
+async def _disconnected(receive):
+    """Returns once the client has gone away."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
 class Watch:
     """Whether a request's client went away while it was served, and what that ends: in
     2026-07-28 the request ("closing the response stream MUST be treated as cancellation",
@@ -414,6 +441,40 @@ class Stream:
         return reply
 
 
+class SessionSubscriptions:
+    """A handshake session's resources/subscribe URIs, kept in the store with the session, so
+    that whichever process holds its GET stream notifies them."""
+
+    def __init__(self, app, session):
+        self.app = app
+        self.session = session
+
+    def add(self, uri):
+        """Subscribe the session to ``uri``; TooMany past its token's bound."""
+        with self.app.sessions_store() as store:
+            done = store.session_subscribe(self.session.id, self.session.principal.name, uri,
+                                           per_token=self.app.settings.subscriptions_per_token)
+        if done is False:
+            raise TooMany("the sessions of token %s subscribe to %d URIs, the bound; "
+                          "unsubscribe some first" % (self.session.principal.name,
+                                                      self.app.settings.subscriptions_per_token))
+
+    def remove(self, uri):
+        """Forget the session's subscription to ``uri``."""
+        with self.app.sessions_store() as store:
+            store.session_unsubscribe(self.session.id, uri)
+
+
+class ListenStreams:
+    """2026-07-28: a listen request opens a stream; the transport holds it (``Listen``)."""
+
+    def add(self, uri):
+        raise RpcError(METHOD_NOT_FOUND, "Method not found: 2026-07-28 subscribes through "
+                       "subscriptions/listen")
+
+    remove = add
+
+
 class McpApp:
     """The MCP endpoint (``/mcp``) as an ASGI 3 application: both eras, tokens, the HTTP
     safeguards. Mount it anywhere; ``lifespan`` closes it with the host application."""
@@ -431,6 +492,8 @@ class McpApp:
         self.sessions = HttpSessions(settings.db, settings.session_timeout,
                                      settings.sessions_per_token)
         self.threads = Threads(settings.max_requests, "kb-http")
+        self.hub = Hub(settings.db)
+        self._get_streams = set()  # sessions whose GET stream this process holds
         self._in_progress = 0
         self._allowed = {}  # (scheme, server host, port) -> (hosts, origins)
         self._closed = False
@@ -470,6 +533,7 @@ class McpApp:
         if self._closed:
             return
         self._closed = True
+        self.hub.close()
         self.sessions.close()
         self.threads.close()
         self.pool.close()
@@ -504,9 +568,11 @@ class McpApp:
         if method == "DELETE":
             return await self._on_thread(self._delete, req)
         if method == "GET":
-            return Reply(405, refusal("Method not allowed: this server opens no stream on GET; "
-                                      "POST requests to %s" % MCP_PATH),
-                         [(b"Allow", b"POST, DELETE, OPTIONS")])
+            reply = await self._on_thread(self._open_get, req)
+            if reply.stream is not None:
+                await self._stream(req, receive, send, reply)
+                return None
+            return reply
         raise Refusal(405, refusal("Method not allowed"), [(b"Allow", b"POST, DELETE, OPTIONS")],
                       close=True)
 
@@ -675,11 +741,15 @@ class McpApp:
             watcher = asyncio.ensure_future(_watch(receive, watch))
         stream = Stream(asyncio.get_running_loop(), send, self._cors(req))
         try:
-            return await self._on_thread(self._message, req, body, parsed, principal, stream,
-                                         watch)
+            reply = await self._on_thread(self._message, req, body, parsed, principal, stream,
+                                          watch)
         finally:
             if watcher is not None:
                 watcher.cancel()
+        if reply is not None and reply.stream is not None:
+            await self._stream(req, receive, send, reply)
+            return None
+        return reply
 
     async def _body(self, receive, length):
         """The body's bytes, whole; None when the client went away first."""
@@ -797,12 +867,16 @@ class McpApp:
         if watch is not None:
             watch.attach(call, session, modern)
         ctx = Context(principal=principal, call=call, session=session,
-                      ask=lambda params: stream.ask(session, call, params))
+                      ask=lambda params: stream.ask(session, call, params),
+                      subscriptions=(SessionSubscriptions(self, session) if session is not None
+                                     else ListenStreams()))
         try:
             response = answer(protocol, message, ctx)
         finally:
             if session is not None:
                 session.end(call)
+        if isinstance(response, Listen):
+            return self._open_listen(principal, response)
         if response is None:  # cancelled: no response for it
             return Reply(200, None, streamed=True) if stream.started else Reply(202)
         headers = []
@@ -856,6 +930,140 @@ class McpApp:
         if problems:
             raise Refusal(400, refusal("Header mismatch: %s" % "; ".join(problems),
                                        HEADER_MISMATCH, message["id"]))
+
+    # -- notification streams --------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def sessions_store(self):
+        """A store connection for the sessions' writes (subscriptions)."""
+        with self.sessions.store() as store:
+            yield store
+
+    def _open_listen(self, principal, listen):
+        """2026-07-28 subscriptions/listen: its subscriber, watched from now on; the stream
+        (acknowledgement first) is the event loop's."""
+        subscriber = Subscriber(principal, None, token=True, tag=listen.request_id,
+                                list_changed=bool(listen.honored.get("resourcesListChanged")),
+                                limit=SUBSCRIPTIONS_MAX)
+        for uri in listen.honored.get("resourceSubscriptions", ()):
+            subscriber.add(uri)
+        return Reply(200, stream=(subscriber, listen.acknowledgement(), listen.ended()))
+
+    def _open_get(self, req):
+        """On a worker thread: GET with a handshake session's ID opens its notification stream
+        (2025-11-25 transports.mdx, "Listening for Messages from the Server"); one a session."""
+        session_id = req.header(b"mcp-session-id")
+        allow = [(b"Allow", b"GET, POST, DELETE, OPTIONS")]
+        try:
+            with self.auth.borrow() as store:
+                principal = self._authenticate(req, store)
+                if "text/event-stream" not in (req.header(b"accept") or ""):
+                    raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
+                                               "stream; send Accept: text/event-stream"))
+                if session_id is None:
+                    raise Refusal(405, refusal("Method not allowed: GET opens the event stream "
+                                               "of a session, and this request names none "
+                                               "(Mcp-Session-Id); 2026-07-28 clients listen "
+                                               "with subscriptions/listen"), allow)
+                row = store.session_find(session_id, principal.name,
+                                         idle_s=self.settings.session_timeout)
+            if row is None:
+                raise Refusal(404, refusal("Session not found: it ended, or never was; send "
+                                           "initialize for a new one"))
+        except Refusal as refused:
+            return refused.reply
+        except ToolError as exc:
+            return self._unavailable(req, exc).reply
+        if session_id in self._get_streams:
+            return Reply(409, refusal("Conflict: this session's event stream is already open; "
+                                      "a session has one"))
+
+        def source(watcher_store):
+            return watcher_store.session_subscriptions(session_id)
+
+        subscriber = Subscriber(principal, None, token=True, list_changed=True, source=source)
+        subscriber.session_id = session_id
+        return Reply(200, stream=(subscriber, None, None))
+
+    async def _stream(self, req, receive, send, reply):
+        """Hold a notification stream open: its first message, then what the watcher hands
+        the subscriber, keep-alive comments between; until the client goes (a listen is then
+        cancelled: no response) or the server ends it (a listen's result, then the end)."""
+        subscriber, first, last = reply.stream
+        loop = asyncio.get_running_loop()
+        inbox = asyncio.Queue()
+        waiting = [0]
+
+        def put(message):
+            waiting[0] += 1
+            inbox.put_nowait(message)
+
+        def deliver(message):  # on the watcher's thread
+            if subscriber.closed.is_set() or waiting[0] >= STREAM_BACKLOG:
+                return False
+            try:
+                loop.call_soon_threadsafe(put, message)
+            except RuntimeError:  # the loop closed
+                return False
+            return True
+
+        subscriber.deliver = deliver
+        session_id = getattr(subscriber, "session_id", None)
+        if session_id is not None:
+            if session_id in self._get_streams:
+                await self._send(send, req, Reply(409, refusal(
+                    "Conflict: this session's event stream is already open; a session has one")))
+                return
+            self._get_streams.add(session_id)
+        try:
+            try:
+                await self.threads.run(loop, self.hub.add, subscriber)
+            except TooMany as exc:
+                request_id = last["id"] if last is not None else None
+                await self._send(send, req, Reply(429, refusal(
+                    "Subscription limit reached: %s" % exc, INTERNAL_ERROR, request_id,
+                    {"reason": "subscription_limit"}), [(b"Retry-After", b"%d" % RETRY_AFTER_S)]))
+                return
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": SSE_HEADERS + self._cors(req)})
+            if first is not None:
+                await send({"type": "http.response.body", "body": event(first),
+                            "more_body": True})
+            else:  # tells the client at once that the stream is open
+                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+            gone = asyncio.ensure_future(_disconnected(receive))
+            closed = loop.create_future()
+            subscriber.on_close = lambda: loop.call_soon_threadsafe(_settle, closed, None, None)
+            if subscriber.closed.is_set():
+                _settle(closed, None, None)
+            try:
+                while True:
+                    getter = asyncio.ensure_future(inbox.get())
+                    done, _ = await asyncio.wait([getter, gone, closed],
+                                                 timeout=self.settings.keepalive,
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                    if getter in done:
+                        waiting[0] -= 1
+                        await send({"type": "http.response.body", "body": event(getter.result()),
+                                    "more_body": True})
+                        continue
+                    getter.cancel()
+                    if gone in done:
+                        return  # the client went away: a listen is cancelled, no response
+                    if closed in done:
+                        await send({"type": "http.response.body", "more_body": False,
+                                    "body": event(last) if last is not None else b""})
+                        return
+                    await send({"type": "http.response.body", "body": KEEPALIVE,
+                                "more_body": True})
+            except OSError:
+                return  # the connection broke while we wrote
+            finally:
+                gone.cancel()
+        finally:
+            self.hub.remove(subscriber)
+            if session_id is not None:
+                self._get_streams.discard(session_id)
 
     # -- DELETE --------------------------------------------------------------------------------
 

@@ -65,6 +65,10 @@ class HttpSessions:
         self._poller = None
         self._closed = threading.Event()
 
+    def store(self):
+        """A store connection of this module's own, for a session's writes (``with``)."""
+        return self._writes.borrow()
+
     # -- a request's session -----------------------------------------------------------------
 
     def new(self, principal):

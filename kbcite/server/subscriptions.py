@@ -64,6 +64,8 @@ class Subscriber:
         self.source = source
         self.limit = limit
         self.closed = threading.Event()
+        # Called once when the subscriber is closed (a stream's task wakes up to end).
+        self.on_close = None
         self._uris = {}  # URI as the client spelled it -> (kb, article, version) or None
         self._lock = threading.Lock()
 
@@ -99,8 +101,15 @@ class Subscriber:
         return message
 
     def close(self):
-        """Nothing more is delivered."""
+        """Nothing more is delivered; ``on_close`` is told, once."""
+        if self.closed.is_set():
+            return
         self.closed.set()
+        if self.on_close is not None:
+            try:
+                self.on_close()
+            except RuntimeError:  # the stream's event loop has closed
+                pass
 
 
 def changes(events, uris, list_changed):
