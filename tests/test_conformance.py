@@ -33,15 +33,16 @@ RUNS = [("0.1.16", ["--suite", "all"]),
 DEMO_TOOL = "it calls a demo tool of the suite's reference server (test_*), which kb-server " \
             "does not have"
 NO_PROMPTS = "kb-server offers no prompts"
-NO_RESOURCES = "kb-server offers no resources (its articles are read through its tools)"
+DEMO_RESOURCE = "it reads a demo resource of the suite's reference server (test://...), which " \
+                "kb-server does not have (its resources are kb:// articles)"
 TASKS = "the tasks extension (SEP-2663), which kb-server does not declare; the suite does not " \
         "score it"
 
 # Scenario, or scenario:check, that does not apply to kb-server, and why.
 NOT_APPLICABLE = {
-    "completion-complete": "kb-server offers no completions (completion/complete)",
-    "logging-set-level": "kb-server logs to its stderr and offers no logging/setLevel",
-    "tools-call-with-logging": "it needs logging/setLevel, which kb-server does not offer",
+    "completion-complete": "it completes the argument of a demo prompt; kb-server completes "
+                           "its resource templates' arguments only (" + NO_PROMPTS + ")",
+    "tools-call-with-logging": DEMO_TOOL,
     "json-schema-2020-12": "it lists a demo tool json_schema_2020_12_tool, not kb-server's",
     "elicitation-sep1034-defaults": DEMO_TOOL,
     "elicitation-sep1330-enums": DEMO_TOOL,
@@ -51,8 +52,6 @@ NOT_APPLICABLE = {
     "server-stateless:sep-2575-http-server-no-independent-requests-on-stream": DEMO_TOOL,
     "server-stateless:sep-2575-server-no-log-without-loglevel": DEMO_TOOL,
     "caching:sep-2549-prompts-list-caching-hints": NO_PROMPTS,
-    "caching:sep-2549-resources-list-caching-hints": NO_RESOURCES,
-    "caching:sep-2549-resources-templates-list-caching-hints": NO_RESOURCES,
     "input-required-result-non-tool-request": "it asks for input from prompts/get; " + NO_PROMPTS,
     "input-required-result-tampered-state": "it tampers with the requestState of a demo tool "
                                             "(kb-server's own handles: test_server_modern.py)",
@@ -65,8 +64,8 @@ NOT_APPLICABLE.update({"input-required-result-%s" % name: DEMO_TOOL for name in 
     "multi-round", "multiple-input-requests", "request-state", "result-type")})
 NOT_APPLICABLE.update({"prompts-%s" % name: NO_PROMPTS for name in (
     "list", "get-simple", "get-with-args", "get-embedded-resource", "get-with-image")})
-NOT_APPLICABLE.update({"resources-%s" % name: NO_RESOURCES for name in (
-    "list", "read-text", "read-binary", "templates-read", "subscribe", "unsubscribe")})
+NOT_APPLICABLE.update({"resources-%s" % name: DEMO_RESOURCE for name in (
+    "read-text", "read-binary", "templates-read")})
 NOT_APPLICABLE.update({"tasks-%s" % name: TASKS for name in (
     "lifecycle", "capability-negotiation", "wire-fields", "request-state-removal",
     "mrtr-input", "request-headers", "dispatch-and-envelope", "required-task-error",
@@ -75,7 +74,9 @@ NOT_APPLICABLE.update({"tasks-%s" % name: TASKS for name in (
 # What must pass in each run, at least: the suite ran, and ran these.
 MUST_PASS = {"server-initialize", "ping", "tools-list", "dns-rebinding-protection",
              "server-sse-multiple-streams", "server-sse-polling", "server-stateless",
-             "http-header-validation"}
+             "http-header-validation", "resources-list", "resources-subscribe",
+             "resources-unsubscribe", "logging-set-level", "sep-2164-resource-not-found",
+             "caching"}
 
 
 def results(directory):

@@ -50,7 +50,8 @@ def test_handshake_echoes_each_supported_version(start, db, version):
     assert result["capabilities"] == expected
     assert result["serverInfo"]["name"] == "kb-server" and result["serverInfo"]["version"]
     instructions = result["instructions"]
-    for needle in ("citation", "expected_version", "poll_resource_events", "check_citations", "re-apply"):
+    for needle in ("citation", "expected_version", "poll_resource_events", "check_citations",
+                   "re-apply"):
         assert needle in instructions
     assert client.call("ping")["result"] == {}
 

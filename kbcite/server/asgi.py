@@ -33,8 +33,8 @@ from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_R
                       METHOD_NOT_FOUND, MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION,
                       RpcError, classify, encode, error_response, id_if_any)
 from .pool import QUEUED_EDITS, READERS, Connections, StorePool
-from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SERVER_VERSION,
-                       SUBSCRIPTIONS_MAX, Context, Listen, Principal, Protocol, answer)
+from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SUBSCRIPTIONS_MAX, Context,
+                       Listen, Principal, Protocol, answer)
 from .session import Call, Cancelled
 from .subscriptions import Hub, Subscriber, TooMany
 

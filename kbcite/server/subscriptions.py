@@ -33,7 +33,7 @@ LIVENESS_S = 5.0
 EVENTS_PAGE = 100
 
 # Subscribers (streams) one token holds in one process at once: each holds a connection open.
-STREAMS_PER_TOKEN = 8
+STREAMS_PER_TOKEN = 16
 
 # The events that change what a list shows: an article appears, goes, or is gone for good.
 LIST_EVENTS = ("article.published", "article.unpublished", "article.deleted")

@@ -80,6 +80,16 @@ class AuthProxy:
         out.append(b"Connection: close")
         return b"\r\n".join(out) + b"\r\n\r\n", lines
 
+    @staticmethod
+    async def _hangup(reader, up_writer):
+        """Close the server's side as soon as the client closes its own (EOF)."""
+        try:
+            while await reader.read(65536):
+                pass
+        except ConnectionError:
+            pass
+        up_writer.close()
+
     async def _client(self, reader, writer):
         try:
             while True:
@@ -96,15 +106,21 @@ class AuthProxy:
                         length = int(value.strip())
                 body = await reader.readexactly(length) if length else b""
                 up_reader, up_writer = await asyncio.open_connection(*self.upstream)
-                up_writer.write(rewritten + body)
-                await up_writer.drain()
-                while True:
-                    chunk = await up_reader.read(65536)
-                    if not chunk:
-                        break
-                    writer.write(chunk)
-                    await writer.drain()
-                up_writer.close()
+                hangup = asyncio.ensure_future(self._hangup(reader, up_writer))
+                try:
+                    up_writer.write(rewritten + body)
+                    await up_writer.drain()
+                    while True:
+                        chunk = await up_reader.read(65536)
+                        if not chunk:
+                            break
+                        writer.write(chunk)
+                        await writer.drain()
+                finally:
+                    hangup.cancel()
+                    # A client that goes away (one ending a long event stream) closes the
+                    # server's side too, as it would without the gateway.
+                    up_writer.close()
                 return  # the answer said Connection: close; the client comes back for more
         except (ConnectionError, asyncio.IncompleteReadError):
             return
