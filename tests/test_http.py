@@ -15,6 +15,7 @@ import time
 import pytest
 
 import kbcite
+from kbcite.server.protocol import SUBSCRIPTIONS_MAX
 from kbcite.server import cli
 from kbcite.testing import PostgresCluster, postgres_binaries
 from kbcite.testing import dump_file as store_dump
@@ -665,7 +666,8 @@ def test_the_help_states_the_defaults_the_http_modules_use():
         "max_body": asgi.MAX_BODY, "max_connections": h11_guard.MAX_CONNECTIONS,
         "request_timeout": h11_guard.REQUEST_TIMEOUT_S, "idle_timeout": h11_guard.IDLE_TIMEOUT_S,
         "session_timeout": http_sessions.SESSION_TIMEOUT_S,
-        "sessions_per_token": http_sessions.SESSIONS_PER_TOKEN}
+        "sessions_per_token": http_sessions.SESSIONS_PER_TOKEN,
+        "keepalive": asgi.KEEPALIVE_S, "subscriptions_per_token": SUBSCRIPTIONS_MAX}
 
 
 WITHOUT_UVICORN = """

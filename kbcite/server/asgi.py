@@ -102,7 +102,8 @@ ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": (
                "KB_AUTHORIZATION_SERVER": ("authorization_server", str),
                "KB_SESSION_TIMEOUT": ("session_timeout", float),
                "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int),
-               "KB_KEEPALIVE": ("keepalive", float)}
+               "KB_KEEPALIVE": ("keepalive", float),
+               "KB_SUBSCRIPTIONS_PER_TOKEN": ("subscriptions_per_token", int)}
 
 log = logging.getLogger(__name__)
 
@@ -957,14 +958,14 @@ class McpApp:
         try:
             with self.auth.borrow() as store:
                 principal = self._authenticate(req, store)
-                if "text/event-stream" not in (req.header(b"accept") or ""):
-                    raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
-                                               "stream; send Accept: text/event-stream"))
                 if session_id is None:
                     raise Refusal(405, refusal("Method not allowed: GET opens the event stream "
                                                "of a session, and this request names none "
                                                "(Mcp-Session-Id); 2026-07-28 clients listen "
                                                "with subscriptions/listen"), allow)
+                if "text/event-stream" not in (req.header(b"accept") or ""):
+                    raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
+                                               "stream; send Accept: text/event-stream"))
                 row = store.session_find(session_id, principal.name,
                                          idle_s=self.settings.session_timeout)
             if row is None:

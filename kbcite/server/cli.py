@@ -29,7 +29,8 @@ from .stdio import StdioTransport
 # The HTTP defaults, as the help states them; the HTTP modules hold the values themselves
 # (tests/test_http.py checks that the two agree).
 HTTP_DEFAULTS = {"max_body": 8 * 1024 * 1024, "max_connections": 2048, "request_timeout": 30.0,
-                 "idle_timeout": 60.0, "session_timeout": 3600.0, "sessions_per_token": 32}
+                 "idle_timeout": 60.0, "session_timeout": 3600.0, "sessions_per_token": 32,
+                 "keepalive": 15.0, "subscriptions_per_token": 1000}
 
 MISSING_HTTP = ("kb-server: error: argument --http: serving HTTP needs uvicorn, which is not "
                 "installed: pip install 'kbcite[http]'")
@@ -102,6 +103,13 @@ def build_parser():
                         metavar="N", help="HTTP: sessions one token holds at once; a new one "
                                           "ends its least recently used (default %d)"
                                           % d["sessions_per_token"])
+    parser.add_argument("--keepalive", type=float, default=d["keepalive"], metavar="S",
+                        help="HTTP: an open notification stream (a session's GET, a listen) "
+                             "says it is alive every S seconds (default %g)" % d["keepalive"])
+    parser.add_argument("--subscriptions-per-token", type=int,
+                        default=d["subscriptions_per_token"], metavar="N",
+                        help="HTTP: URIs the 2025-11-25 sessions of one token subscribe to at "
+                             "once (default %d)" % d["subscriptions_per_token"])
     parser.add_argument("--ssl-certfile", metavar="FILE",
                         help="HTTP: serve https with this certificate (PEM), and --ssl-keyfile")
     parser.add_argument("--ssl-keyfile", metavar="FILE", help="HTTP: the certificate's key (PEM)")
@@ -128,10 +136,10 @@ def check_args(parser, args):
     if args.queued_edits < 0:
         parser.error("argument --queued-edits: must be 0 or more")
     for name in ("max_body", "max_connections", "workers", "threads", "approval_ttl",
-                 "sessions_per_token"):
+                 "sessions_per_token", "subscriptions_per_token"):
         if getattr(args, name) < 1:
             parser.error("argument --%s: must be at least 1" % name.replace("_", "-"))
-    for name in ("request_timeout", "idle_timeout", "session_timeout"):
+    for name in ("request_timeout", "idle_timeout", "session_timeout", "keepalive"):
         if getattr(args, name) <= 0:
             parser.error("argument --%s: must be positive" % name.replace("_", "-"))
     if args.http:
@@ -237,7 +245,8 @@ def serve_http(args, secret):
         host=args.host, max_body=args.max_body, threads=args.threads,
         queued_edits=args.queued_edits, approval_ttl=args.approval_ttl,
         authorization_server=args.authorization_server, session_timeout=args.session_timeout,
-        sessions_per_token=args.sessions_per_token)
+        sessions_per_token=args.sessions_per_token, keepalive=args.keepalive,
+        subscriptions_per_token=args.subscriptions_per_token)
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
                   max_connections=args.max_connections)
     if not is_loopback(args.host):
