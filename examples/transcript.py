@@ -10,6 +10,11 @@ person approves through elicitation), a poll showing what changed since the cita
 
     python examples/transcript.py [--full]
     python examples/transcript.py --write-docs      # put it in docs/server.md, between its markers
+    python examples/transcript.py --resources [--write-docs]   # the articles as MCP resources
+
+``--resources`` plays the other session: templates, the list, a read of the current version
+and of the version a citation names, completions, a subscription that hears of a colleague's
+save, and the poll of the event log that says what the notification only hinted at.
 
 ``->`` lines went from the client to the server, ``<-`` lines back. Without ``--full``, the
 text twin of each structuredContent (the same JSON as a string) is shortened to keep the
@@ -42,8 +47,10 @@ TWIN = "<structuredContent as JSON text>"
 # The transcript's place in the docs: the block between these two lines is the output.
 DOCS = os.path.join(ROOT, "docs", "server.md")
 BEGIN, END = "<!-- transcript: begin -->", "<!-- transcript: end -->"
-# What differs from one run to the next: the versions (time stamps) and the package version.
-STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+RESOURCES = ("<!-- resources transcript: begin -->", "<!-- resources transcript: end -->")
+# What differs from one run to the next: the versions (time stamps, in a URI with their colons
+# percent-encoded) and the package version.
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d(?::|%3A)\d\d(?::|%3A)\d\d\.\d{6}Z")
 
 
 class Session:
@@ -181,33 +188,103 @@ def run(full):
         return code
 
 
+def run_resources(full):
+    """Play the resources session; returns the server's exit code."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "kb.db")
+        article = make_store(db)
+        argv = SERVER + ["--db", db, "--grant", "support", "--writes", "ask"]
+        print("# server: kb-server --db kb.db --grant support --writes ask")
+        s = Session(argv, full)
+
+        s.say("Handshake: the server offers resources (with subscriptions), completions, "
+              "logging.")
+        s.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "transcript", "version": "1.0"}})
+        s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        s.say("The templates: an article now, and an article at a version (a citation's).")
+        s.request("resources/templates/list", {})
+
+        s.say("The list: the granted knowledge bases' published articles, a page at a time.")
+        s.request("resources/list", {})
+
+        s.say("Read the current version: Markdown, its citation in _meta.")
+        read = s.request("resources/read", {"uri": "kb://support/articles/%s" % article})
+        cited = read["result"]["contents"][0]["_meta"]["kbcite/citation"]
+
+        s.say("Complete the template's arguments: knowledge bases, then articles by words.")
+        template = "kb://{knowledge_base_id}/articles/{article_id}"
+        s.request("completion/complete", {"ref": {"type": "ref/resource", "uri": template},
+                                          "argument": {"name": "knowledge_base_id",
+                                                       "value": "sup"}})
+        s.request("completion/complete", {"ref": {"type": "ref/resource", "uri": template},
+                                          "argument": {"name": "article_id",
+                                                       "value": "password"},
+                                          "context": {"arguments": {
+                                              "knowledge_base_id": "support"}}})
+
+        s.say("Subscribe to the article; keep the log's head from the search to poll from.")
+        s.request("resources/subscribe", {"uri": "kb://support/articles/%s" % article})
+        found = s.tool("search_knowledge_base", knowledge_base_id="support",
+                       query="reset password", limit=1)
+        cursor = found["result"]["structuredContent"]["head_sequence"]
+
+        s.say("A colleague saves the article in the app; the server hints that it changed.")
+        with KBStore(db) as store:
+            store.save_article("support", article, content="Open Settings > Security and "
+                               "choose Reset password. The link is valid for 30 minutes.")
+        s.receive()
+
+        s.say("The hint is not the truth: the event log is. Poll it from the cursor.")
+        s.tool("poll_resource_events", resource_type="knowledge_base", resource_id="support",
+               after_sequence=cursor)
+
+        s.say("The version the first read cited is still there, through its pinned URI.")
+        s.request("resources/read", {"uri": "kb://support/articles/%s@%s" % (
+            article, cited["updated_at"].replace(":", "%3A"))})
+
+        s.say("A knowledge base not granted (here: not there at all) is one not-found, the same "
+              "bytes either way.")
+        s.request("resources/read", {"uri": "kb://internal/articles/%s" % article})
+
+        s.say("Close stdin: the server exits 0.")
+        code = s.close()
+        print("# exit code %d" % code)
+        return code
+
+
 def normalize(text):
     """The transcript with its time stamps numbered in order of first use (T1, T2, ...) and the
     server's version as X.Y.Z: what two runs of it have in common."""
     seen = {}
-    text = STAMP.sub(lambda m: seen.setdefault(m.group(0), "T%d" % (len(seen) + 1)), text)
+    text = STAMP.sub(lambda m: seen.setdefault(m.group(0).replace("%3A", ":"),
+                                               "T%d" % (len(seen) + 1)), text)
     return re.sub(r'("serverInfo":\{[^}]*"version":")[^"]+"', r'\1X.Y.Z"', text)
 
 
-def docs_block(page):
+def docs_block(page, markers=(BEGIN, END)):
     """The transcript in a docs page: the lines between its two markers, without the fence."""
-    start, end = page.index(BEGIN), page.index(END)
-    return page[start + len(BEGIN):end].strip().removeprefix("```text").removesuffix("```")
+    begin, finish = markers
+    start, end = page.index(begin), page.index(finish)
+    return page[start + len(begin):end].strip().removeprefix("```text").removesuffix("```")
 
 
-def capture(full=False):
-    """Play the session; returns (the server's exit code, the transcript as text)."""
+def capture(full=False, resources=False):
+    """Play the session (or the resources one); returns (the server's exit code, the
+    transcript as text)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = run(full)
+        code = (run_resources if resources else run)(full)
     return code, out.getvalue()
 
 
-def write_docs(text, path=DOCS):
+def write_docs(text, path=DOCS, markers=(BEGIN, END)):
     """Replace the transcript between the markers of ``path`` with ``text``."""
     with open(path, encoding="utf-8") as f:
         page = f.read()
-    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
+    begin, finish = markers
+    start, end = page.index(begin) + len(begin), page.index(finish)
     page = page[:start] + "\n```text\n" + text.strip("\n") + "\n```\n" + page[end:]
     with open(path, "w", encoding="utf-8") as f:
         f.write(page)
@@ -220,12 +297,14 @@ def main(argv=None):
                         help="print the JSON text twin of every structuredContent too")
     parser.add_argument("--write-docs", action="store_true",
                         help="write the transcript into docs/server.md instead of printing it")
+    parser.add_argument("--resources", action="store_true",
+                        help="the session with the articles as MCP resources")
     args = parser.parse_args(argv)
     if not args.write_docs:
-        return run(args.full)
-    code, text = capture(args.full)
+        return (run_resources if args.resources else run)(args.full)
+    code, text = capture(args.full, args.resources)
     if code == 0:
-        write_docs(text)
+        write_docs(text, markers=RESOURCES if args.resources else (BEGIN, END))
         print("wrote the transcript into %s" % os.path.relpath(DOCS), file=sys.stderr)
     return code
 

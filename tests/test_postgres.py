@@ -273,3 +273,32 @@ def test_a_hot_standby_serves_reads_and_refuses_writes_clearly(standby, pg_url):
     # A read-only kb-server runs on the standby as on any store.
     assert (server_read(replica_url, "--writes", "deny")["content"]
             == "Refunds take ten working days.")
+
+
+def test_resources_and_their_notifications_on_postgresql(pg_url):
+    """The articles as MCP resources on a postgresql:// store: list, a pinned read, and a
+    subscription that hears of another process's save within a second (the watcher polls the
+    log's heads on PostgreSQL as on SQLite)."""
+    from support.stdio_client import Client
+    with KBStore(pg_url, create=True) as store:
+        store.create_knowledge_base("support")
+        article = store.create_article("support", "Refund policy", "Refunds take five days.")
+        first = store.get_article("support", article)["updated_at"]
+    client = Client(pg_url)
+    try:
+        client.initialize()
+        listed = client.call("resources/list", {})["result"]["resources"]
+        assert [entry["name"] for entry in listed] == [article]
+        uri = listed[0]["uri"]
+        assert client.call("resources/subscribe", {"uri": uri})["result"] == {}
+        started = time.monotonic()
+        with KBStore(pg_url) as store:
+            store.save_article("support", article, content="Refunds take ten days.")
+        message = client.recv(5)
+        assert time.monotonic() - started < 1.0
+        assert message == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                           "params": {"uri": uri}}
+        pinned = client.call("resources/read", {"uri": "%s@%s" % (uri, quote(first, safe=""))})
+        assert pinned["result"]["contents"][0]["text"] == "Refunds take five days."
+    finally:
+        client.kill()

@@ -6,6 +6,7 @@ Each test names the specification section its behaviour comes from
 (docs/specification/2025-11-25/server/resources.mdx unless said otherwise).
 """
 
+import importlib.util
 import json
 import time
 from urllib.parse import quote
@@ -15,6 +16,7 @@ import pytest
 import kbcite
 from kbcite.server.resources import (PAGE_SIZE, TEMPLATE_CURRENT, TEMPLATE_VERSION,
                                      decode_cursor, encode_cursor, format_uri, parse_uri)
+from support.commands import ROOT
 from support.stdio_client import link_citation, structured
 
 MODERN = "2026-07-28"
@@ -370,3 +372,19 @@ def test_logging_sends_what_was_asked_for_and_no_more(start, db):
     assert message["params"]["level"] == "warning"
     assert message["params"]["data"]["error"] == "not_found"
     assert quote("art-999999") in json.dumps(message)
+
+
+def test_the_resource_session_in_the_docs_is_a_fresh_runs():
+    spec = importlib.util.spec_from_file_location("transcript", ROOT / "examples" / "transcript.py")
+    transcript = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(transcript)
+    code, fresh = transcript.capture(resources=True)
+    assert code == 0
+    for needle in ('"method":"notifications/resources/updated"', '"type":"resource_link"',
+                   '"kbcite/current"', '"code":-32002', '"values":["art-000001"]'):
+        assert needle in fresh, needle
+    shown = transcript.docs_block((ROOT / "docs" / "server.md").read_text(encoding="utf-8"),
+                                  transcript.RESOURCES)
+    assert transcript.normalize(shown).strip() == transcript.normalize(fresh).strip(), (
+        "docs/server.md's resource session is not what the server says now: "
+        "run python examples/transcript.py --resources --write-docs")
