@@ -31,6 +31,8 @@ def append(db, kb, items):
                "updated_at": updated_at}
               for i, (type_, article_id, updated_at) in enumerate(items)]
     db.events_insert(kb["pk"], events)
+    # Delivered at commit, exactly when the events become readable (PostgreSQL's NOTIFY).
+    db.events_notify(kb["pk"], events[-1]["sequence"])
     return events
 
 

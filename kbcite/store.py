@@ -180,6 +180,12 @@ class KBStore:
         with self._tool_errors("resources/list"):
             return catalog.page(self._ctx, granted_set(granted), after, limit)
 
+    def change_waiter(self):
+        """A connection of its own that wakes a watcher of the event log at commits
+        (PostgreSQL's LISTEN), or None where the engine has none (SQLite: poll the heads);
+        raises StoreFailed where it cannot listen (a hot standby)."""
+        return self._db.change_waiter()
+
     def complete_knowledge_bases(self, prefix, *, granted):
         """``(IDs, total)`` of the granted knowledge bases starting with ``prefix``."""
         with self._tool_errors("completion/complete"):

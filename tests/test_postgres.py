@@ -302,3 +302,36 @@ def test_resources_and_their_notifications_on_postgresql(pg_url):
         assert pinned["result"]["contents"][0]["text"] == "Refunds take five days."
     finally:
         client.kill()
+
+
+def test_a_commit_that_writes_events_wakes_a_listener_and_nothing_else_does(pg_url):
+    """The watcher's LISTEN: a save's NOTIFY arrives at its commit, never before; a read or a
+    draft's save (no event) sends none."""
+    with KBStore(pg_url, create=True) as store:
+        store.create_knowledge_base(KB)
+        article = store.create_article(KB, "Title", "v0")
+        draft = store.create_article(KB, "Draft", "d0", published=False)
+        waiter = store.change_waiter()
+        try:
+            assert waiter.wait(0.2) is False
+            store.save_article(KB, draft, content="d1")
+            call(store, "read_knowledge_article", knowledge_base_id=KB, article_id=article)
+            assert waiter.wait(0.2) is False
+            started = time.monotonic()
+            with KBStore(pg_url) as other:
+                other.save_article(KB, article, content="v1")
+            assert waiter.wait(5) is True
+            assert time.monotonic() - started < 1.0
+        finally:
+            waiter.close()
+
+
+def test_a_hot_standby_cannot_listen_and_says_so(standby, pg_url):
+    """A standby cannot LISTEN: its watchers poll the heads instead (they still work)."""
+    with KBStore(pg_url, create=True) as primary:
+        primary.create_knowledge_base(KB)
+    replica_url = on_standby(standby, pg_url)
+    replayed(replica_url, lambda s: s.knowledge_base_exists(KB))
+    with KBStore(replica_url) as store:
+        with pytest.raises(kbcite.StoreFailed, match="LISTEN"):
+            store.change_waiter()

@@ -464,6 +464,15 @@ class Engine:
                                                       e["article_id"], e["updated_at"])
                                                      for e in events])
 
+    def events_notify(self, kb_pk, sequence):
+        """Tell watchers, at commit, that a knowledge base's log reached ``sequence``: nothing
+        here (a SQLite store's watchers look at the heads); PostgreSQL sends a NOTIFY."""
+
+    def change_waiter(self):
+        """A connection of its own whose ``wait(timeout)`` returns early once a commit wrote
+        events, or None where the engine has none (its watchers poll)."""
+        return None
+
     def events_after(self, kb_pk, after, limit):
         """Up to ``limit`` events after sequence ``after``, in order."""
         return self.rows(

@@ -48,9 +48,13 @@ from .base import (
 
 try:
     import psycopg
+    import psycopg.sql
     from psycopg.rows import dict_row
 except ImportError:  # the [postgres] extra is not installed; said when a store is opened
     psycopg = None
+
+# PostgreSQL's identifier limit (bytes, with the terminator): a channel name is cut to fit.
+NAMEDATALEN = 64
 
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
@@ -210,6 +214,7 @@ class PostgresEngine(Engine):
         self.memory = False
         self._sql = {}
         self._conn = None
+        self._channel_name = None
         self._connect()
         try:
             self.schema = self._identify(upgrading)
@@ -240,6 +245,26 @@ class PostgresEngine(Engine):
         """Close the connection."""
         if self._conn is not None:
             self._conn.close()
+
+    # -- waking the watchers of the event log ------------------------------------------------
+
+    def _channel(self):
+        """The NOTIFY channel of this store: one a schema, so that stores sharing a database
+        do not wake each other's watchers."""
+        if self._channel_name is None:
+            schema = self.value("SELECT current_schema()") or "public"
+            self._channel_name = ("kbcite_events_" + schema)[:NAMEDATALEN - 1]
+        return self._channel_name
+
+    def events_notify(self, kb_pk, sequence):
+        """NOTIFY the store's channel inside the write: listeners hear it at commit, and two
+        commits' payloads differ, so none is folded into another."""
+        self.execute("SELECT pg_notify(?, ?)", (self._channel(), "%d:%d" % (kb_pk, sequence)))
+
+    def change_waiter(self):
+        """A listening connection of its own (``ChangeWaiter``); StoreFailed where LISTEN is
+        refused (a hot standby cannot listen) or the server cannot be reached."""
+        return ChangeWaiter(self.address, self._channel(), self.timeout)
 
     def _convert(self, sql):
         converted = self._sql.get(sql)
@@ -519,6 +544,44 @@ class PostgresEngine(Engine):
             for row in self._conn.execute("SELECT * FROM %s ORDER BY 1, 2" % table).fetchall():
                 lines.append("%s %r" % (table, tuple(str(v) for v in row.values())))
         return lines
+
+
+class ChangeWaiter:
+    """A connection that LISTENs on the store's channel, for the event log's watcher: ``wait``
+    returns at the first commit that wrote events, or after its timeout (the watcher reads the
+    heads either way, so a notification lost with a connection costs a timeout, nothing more).
+    """
+
+    def __init__(self, address, channel, timeout):
+        try:
+            self._conn = psycopg.connect(address, autocommit=True,
+                                         connect_timeout=max(1, int(timeout)))
+            # LISTEN takes effect at once in autocommit: what commits after this wakes us.
+            self._conn.execute(psycopg.sql.SQL("LISTEN {}").format(
+                psycopg.sql.Identifier(channel)))
+        except psycopg.Error as exc:
+            if getattr(self, "_conn", None) is not None:
+                self._conn.close()
+            raise StoreFailed("cannot LISTEN for the event log's commits on %s (%s); the "
+                              "watcher polls instead" % (_safe(address), _first_line(exc)),
+                              retryable=True) from None
+
+    def wait(self, timeout):
+        """Whether a commit wrote events before ``timeout`` seconds passed (those already
+        waiting are all taken)."""
+        try:
+            woke = any(True for _ in self._conn.notifies(timeout=timeout, stop_after=1))
+            if woke:
+                for _ in self._conn.notifies(timeout=0.0):
+                    pass
+            return woke
+        except psycopg.Error as exc:
+            raise StoreFailed("the connection listening for the event log's commits failed "
+                              "(%s)" % _first_line(exc), retryable=True) from None
+
+    def close(self):
+        """Stop listening."""
+        self._conn.close()
 
 
 def schema_address(base, name, fresh=False):

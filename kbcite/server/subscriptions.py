@@ -5,7 +5,8 @@ The event log is the truth and a notification only a hint to read it: the watche
 knowledge base's head, and when one moves it reads the events after the head it saw, so a
 change made by any process on the store (another server worker, the ``kb`` command line, an
 import) reaches every listener here, and a wake-up that comes late loses nothing. The watcher
-looks at the heads every ``WATCH_INTERVAL_S`` (one indexed read of one small table); it never
+looks at the heads every ``WATCH_INTERVAL_S`` (one read of one small table), or on PostgreSQL
+when a commit's NOTIFY wakes it (LISTEN, and the heads every ``LISTEN_POLL_S`` besides); it never
 writes to a client itself, it hands each subscriber its messages through the subscriber's own
 ``deliver``, which must not block (HTTP queues them for the stream's task; stdio writes a line).
 
@@ -18,6 +19,7 @@ revocation, and a session's end, end its subscribers.
 
 import logging
 import threading
+import time
 
 from ..errors import ToolError
 from ..store import KBStore
@@ -25,6 +27,14 @@ from . import resources
 
 # How often the watcher looks at the log's heads: the issue's "within a second" with room.
 WATCH_INTERVAL_S = 0.2
+
+# On PostgreSQL a commit's NOTIFY wakes the watcher; it still reads the heads this often, for
+# a notification lost with its connection or a writer that went round the store.
+LISTEN_POLL_S = 1.0
+
+# A watcher that could not LISTEN (a hot standby, a lost connection) polls, and tries again
+# after this long.
+LISTEN_RETRY_S = 30.0
 
 # How often it looks for revoked tokens and ended sessions among its subscribers.
 LIVENESS_S = 5.0
@@ -189,8 +199,9 @@ class Hub:
     # -- the watcher -----------------------------------------------------------------------
 
     def _watch(self):
-        store = None
+        store = waiter = None
         since_liveness = 0.0
+        listen_after = 0.0
         try:
             while not self._stop.is_set():
                 try:
@@ -203,10 +214,12 @@ class Hub:
                         self._ready.set()
                     else:
                         self._catch_up(store, heads)
-                    since_liveness += self.interval
                     if since_liveness >= LIVENESS_S:
                         since_liveness = 0.0
                         self._check_liveness(store)
+                    if waiter is None and store is not None and time.monotonic() >= listen_after:
+                        listen_after = time.monotonic() + LISTEN_RETRY_S
+                        waiter = self._listen(store)
                 except ToolError as exc:
                     # The log stays where it was: the next look reads what this one missed.
                     log.info("the watcher could not read the event log (%s); trying again",
@@ -214,13 +227,36 @@ class Hub:
                     if store is not None:
                         store.close()
                         store = None
-                self._stop.wait(self.interval)
+                waited = self.interval
+                if waiter is not None:
+                    started = time.monotonic()
+                    try:
+                        waiter.wait(LISTEN_POLL_S)
+                    except ToolError as exc:
+                        log.info("%s; polling every %g s", exc.message, self.interval)
+                        waiter.close()
+                        waiter = None
+                    waited = time.monotonic() - started
+                else:
+                    self._stop.wait(self.interval)
+                since_liveness += waited
         except Exception:  # a bug: subscribers stop hearing, the log says why
             log.exception("the event-log watcher failed; notifications stop")
         finally:
             self._ready.set()
+            if waiter is not None:
+                waiter.close()
             if store is not None:
                 store.close()
+
+    @staticmethod
+    def _listen(store):
+        """The store's change waiter, or None: SQLite has none, a standby cannot LISTEN."""
+        try:
+            return store.change_waiter()
+        except ToolError as exc:
+            log.info("%s", exc.message)
+            return None
 
     def _catch_up(self, store, heads):
         for kb_id, head in sorted(heads.items()):
