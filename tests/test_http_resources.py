@@ -252,6 +252,27 @@ def test_revoking_the_token_ends_its_listen_stream(served, server):
     stream.close()
 
 
+def test_a_server_that_stops_ends_its_listen_streams_with_their_result(served):
+    """2026-07-28 subscriptions.mdx "Graceful Closure": the server SHOULD send the listen
+    request's result, then close the stream."""
+    s = Server(served.path)
+    body = json.dumps({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen",
+                       "params": {"_meta": meta(), "notifications": {
+                           "resourcesListChanged": True}}}).encode()
+    stream = Stream(s, "POST", served.token, [("MCP-Protocol-Version", MODERN),
+                                              ("Mcp-Method", "subscriptions/listen")], body)
+    assert stream.message()["method"] == "notifications/subscriptions/acknowledged"
+    started = time.monotonic()
+    s.proc.terminate()
+    ended = stream.message()
+    assert ended["id"] == "l" and ended["result"]["_meta"] == {
+        "io.modelcontextprotocol/subscriptionId": "l"}
+    assert stream.ended()
+    s.proc.wait(timeout=15)  # uvicorn re-raises SIGTERM once it has shut down
+    assert time.monotonic() - started < 4  # not the 5 s grace of a request that never ends
+    stream.close()
+
+
 def test_subscriptions_are_bounded_per_token(served, server):
     s = server("--subscriptions-per-token", "2")
     one, two = handshake(s, served.token), handshake(s, served.token)

@@ -75,6 +75,9 @@ STREAM_BACKLOG = 1000
 
 KEEPALIVE = b":\r\n\r\n"
 
+# Where the lifespan state holds ``McpApp.stop_streams`` for the server's shutdown to call.
+STOP_STREAMS = "kbcite.stop_streams"
+
 # The HTTP status of each error on the 2026-07-28 path (transports/streamable-http.mdx).
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                 HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
@@ -506,11 +509,17 @@ class McpApp:
         if kind == "http":
             await self._http(scope, receive, send)
         elif kind == "lifespan":
-            await self._lifespan(receive, send)
+            await self._lifespan(scope, receive, send)
         else:  # a websocket: this endpoint speaks none
             await send({"type": "websocket.close", "code": 1008})
 
-    async def _lifespan(self, receive, send):
+    async def _lifespan(self, scope, receive, send):
+        state = scope.get("state")
+        if isinstance(state, dict):
+            # The server's graceful shutdown comes before the lifespan's, and waits for
+            # responses under way: a notification stream never ends by itself, so the guarded
+            # protocol calls this first (h11_guard), and each stream ends with its result.
+            state[STOP_STREAMS] = self.stop_streams
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
@@ -528,6 +537,12 @@ class McpApp:
             yield
         finally:
             self.close()
+
+    def stop_streams(self):
+        """End every notification stream gracefully (a listen's with its result): the
+        server is stopping."""
+        for subscriber in self.hub.subscribers():
+            self.hub.remove(subscriber)
 
     def close(self):
         """End every open question unanswered, stop the threads, close the connections."""

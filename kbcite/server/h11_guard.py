@@ -149,6 +149,15 @@ class GuardedH11Protocol(H11Protocol):
             self.guard.idle_timeout, self.timeout_keep_alive_handler)
         _sweep_later(self.loop, self.server_state)
 
+    def shutdown(self):
+        """The server stops: notification streams (which never end by themselves) are ended
+        gracefully first, through the app's hook in the lifespan state, then uvicorn's own."""
+        stop = self.app_state.get("kbcite.stop_streams") if isinstance(self.app_state,
+                                                                        dict) else None
+        if stop is not None:
+            stop()
+        super().shutdown()
+
     def connection_lost(self, exc):
         """Stop the request deadline with the connection."""
         self._disarm()
