@@ -178,8 +178,8 @@ def test_a_sessions_get_stream_carries_its_subscriptions_from_any_request(served
                       {"uri": uri})[1]["result"] == {}
     with kbcite.KBStore(str(served.path)) as store:
         store.save_article("internal", served.secret, content="Hidden change.")
-    started = time.monotonic()
     save(served, served.password, "Changed by someone else.")
+    started = time.monotonic()  # committed
     message = stream.message()
     assert time.monotonic() - started < 1.0
     assert message == {"jsonrpc": "2.0", "method": "notifications/resources/updated",

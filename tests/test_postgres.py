@@ -291,9 +291,9 @@ def test_resources_and_their_notifications_on_postgresql(pg_url):
         assert [entry["name"] for entry in listed] == [article]
         uri = listed[0]["uri"]
         assert client.call("resources/subscribe", {"uri": uri})["result"] == {}
-        started = time.monotonic()
         with KBStore(pg_url) as store:
             store.save_article("support", article, content="Refunds take ten days.")
+            started = time.monotonic()  # committed
         message = client.recv(5)
         assert time.monotonic() - started < 1.0
         assert message == {"jsonrpc": "2.0", "method": "notifications/resources/updated",

@@ -298,10 +298,8 @@ def test_a_subscription_hears_of_another_clients_edit_within_a_second(start, db)
         assert client.call("resources/subscribe", {"uri": target})["result"] == {}
     save(db, secret, "Changed where this client cannot see.", kb_id="internal")
     save(db, db.billing, "Not subscribed to.")
-    started = time.monotonic()
     save(db, db.password, "Changed by someone else.")
-    message, _ = recv_until(client, "notifications/resources/updated")
-    elapsed = time.monotonic() - started
+    message, elapsed = recv_until(client, "notifications/resources/updated")  # from the commit
     assert message["params"] == {"uri": uri(db.password)}
     assert elapsed < 1.0, elapsed
     # Unsubscribed: the next change says nothing (a ping's answer comes first and alone).
