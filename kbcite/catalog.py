@@ -12,6 +12,7 @@ between two pages is neither skipped nor repeated.
 from . import access
 from .errors import InvalidArgument, NotFound
 from .search import hits
+from .search.text import tokens
 
 # Completion values at most (server/utilities/completion.mdx: "Maximum 100 items").
 COMPLETIONS_MAX = 100
@@ -62,8 +63,9 @@ def knowledge_bases(ctx, granted, prefix):
 
 def article_ids(ctx, granted, kb_id, text):
     """``(values, has_more)``: published article IDs of a granted knowledge base that start
-    with ``text``, then those whose title or text match ``text`` as search words; nothing
-    (not an error) for a knowledge base that is missing or not granted."""
+    with ``text``, then those with a title word starting with the last word of ``text``, then
+    those whose title or text match ``text`` as search words; nothing (not an error) for a
+    knowledge base that is missing or not granted."""
     db = ctx.db
     with db.read():
         try:
@@ -71,6 +73,12 @@ def article_ids(ctx, granted, kb_id, text):
         except NotFound:
             return [], False
         values = db.published_ids_with_prefix(kb["pk"], text, COMPLETIONS_MAX + 1)
+        words = tokens(text)
+        if words and len(values) <= COMPLETIONS_MAX:
+            # The word being typed is a prefix: "reset pass" finds "Resetting your password".
+            for article_id in db.title_prefix_ids(kb["pk"], words[-1], COMPLETIONS_MAX + 1):
+                if article_id not in values:
+                    values.append(article_id)
     has_more = len(values) > COMPLETIONS_MAX
     values = values[:COMPLETIONS_MAX]
     if len(values) < COMPLETIONS_MAX and len(text.strip()) >= 2:

@@ -262,6 +262,10 @@ def test_completions_offer_granted_knowledge_bases_and_article_ids(start, db):
     assert ids["values"] == sorted([db.password, db.billing] + many)[:100]  # no draft
     words = complete(client, "article_id", "password", {"knowledge_base_id": KB})
     assert words["result"]["completion"]["values"] == [db.password]
+    typing = complete(client, "article_id", "reset pass", {"knowledge_base_id": KB})
+    assert typing["result"]["completion"]["values"][0] == db.password  # the word being typed
+    toner = complete(client, "article_id", "Toner", {"knowledge_base_id": KB})
+    assert toner["result"]["completion"]["hasMore"] is True  # 120 titles hold the word
     # Ungranted and missing complete alike: to nothing.
     for kb_id in ("internal", "missing"):
         got = complete(client, "article_id", "art-", {"knowledge_base_id": kb_id})
@@ -386,3 +390,27 @@ def test_the_resource_session_in_the_docs_is_a_fresh_runs():
     assert transcript.normalize(shown).strip() == transcript.normalize(fresh).strip(), (
         "docs/server.md's resource session is not what the server says now: "
         "run python examples/transcript.py --resources --write-docs")
+
+
+def test_the_catalogue_pages_and_completes_alike_on_both_engines(store):
+    """kbcite.catalog on SQLite and PostgreSQL: the same pages in the same order, the same
+    completions; drafts and ungranted knowledge bases never appear."""
+    store.create_knowledge_base("alpha")
+    store.create_knowledge_base("beta")
+    store.create_knowledge_base("hidden")
+    ids = store.create_articles("alpha", [("Password reset %d" % i, "Text.") for i in range(7)])
+    store.create_article("alpha", "Password draft", "Draft.", published=False)
+    beta = store.create_article("beta", "Passkeys", "Text.")
+    store.create_article("hidden", "Password secret", "Text.")
+    granted = {"alpha", "beta", "missing"}
+    seen, after = [], None
+    while True:
+        page, after = store.list_published(granted=granted, after=after, limit=3)
+        seen += [(e["knowledge_base_id"], e["article_id"]) for e in page]
+        if after is None:
+            break
+    assert seen == [("alpha", i) for i in ids] + [("beta", beta)]
+    assert store.complete_knowledge_bases("", granted=granted) == (["alpha", "beta"], 2)
+    assert store.complete_articles("alpha", "pass", granted=granted) == (ids, False)
+    assert store.complete_articles("beta", "pass", granted=granted) == ([beta], False)
+    assert store.complete_articles("hidden", "pass", granted=granted) == ([], False)

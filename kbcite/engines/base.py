@@ -344,6 +344,18 @@ class Engine:
             "substr(article_id, 1, ?) = ? ORDER BY article_id LIMIT ?",
             (kb_pk, len(prefix), prefix, limit))]
 
+    def title_prefix_ids(self, kb_pk, prefix, limit):
+        """Up to ``limit`` IDs of published articles with a title word (a search token) that
+        starts with ``prefix``, shortest titles first: a range of the title-terms key, each
+        match checked exactly."""
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        return [r["article_id"] for r in self.rows(
+            "SELECT a.article_id, min(t.title_len) AS title_len FROM title_terms AS t JOIN "
+            "articles AS a ON a.pk = t.pk WHERE t.kb_pk = ? AND t.term >= ? AND t.term < ? "
+            "AND substr(t.term, 1, ?) = ? AND a.published = 1 GROUP BY a.article_id "
+            "ORDER BY min(t.title_len), a.article_id LIMIT ?",
+            (kb_pk, prefix, upper, len(prefix), prefix, limit))]
+
     def published_texts(self, kb_pk):
         """Every published article's pk, title and content, in creation order (to index anew)."""
         return self.rows("SELECT a.pk, a.title, t.content FROM %s WHERE a.kb_pk = ? AND "
