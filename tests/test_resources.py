@@ -414,3 +414,34 @@ def test_the_catalogue_pages_and_completes_alike_on_both_engines(store):
     assert store.complete_articles("alpha", "pass", granted=granted) == (ids, False)
     assert store.complete_articles("beta", "pass", granted=granted) == ([beta], False)
     assert store.complete_articles("hidden", "pass", granted=granted) == ([], False)
+
+
+def test_which_events_notify_which_uris():
+    """A current-version URI hears every event of its article; a version's URI only what
+    changes whether it can be read; the list only what adds or takes an article away."""
+    from kbcite.server.subscriptions import changes
+    current, pinned = uri("art-1"), uri("art-1", "2026-01-01T00:00:00Z")
+    other = uri("art-2")
+    uris = {u: parse_uri(u) for u in (current, pinned, other)}
+
+    def event(kind, article="art-1"):
+        return {"type": "article." + kind, "article_id": article}
+    assert changes([event("updated")], uris, True) == ([current], False)
+    assert changes([event("updated")] * 3, uris, True) == ([current], False)  # coalesced
+    for kind in ("published", "unpublished", "deleted"):
+        assert changes([event(kind)], uris, True) == ([current, pinned], True)
+        assert changes([event(kind)], uris, False) == ([current, pinned], False)
+    assert changes([event("updated", "art-3")], uris, True) == ([], False)
+
+
+def test_a_subscriber_holds_at_most_its_limit_of_uris():
+    from kbcite.server.subscriptions import Subscriber, TooMany
+    subscriber = Subscriber(None, lambda message: True, limit=2)
+    subscriber.add(uri("a"))
+    subscriber.add(uri("b"))
+    subscriber.add(uri("a"))  # again: still two
+    with pytest.raises(TooMany, match="unsubscribe some first"):
+        subscriber.add(uri("c"))
+    subscriber.remove(uri("a"))
+    subscriber.add(uri("c"))
+    assert sorted(subscriber.uris(None)) == [uri("b"), uri("c")]
