@@ -317,6 +317,17 @@ def test_a_subscription_hears_of_another_clients_edit_within_a_second(start, db)
     assert "params" not in message
 
 
+def test_a_handshake_client_hears_the_list_change_without_subscribing(start, db):
+    """The listChanged capability promises list_changed to every client, subscribed or not."""
+    client = start(db.path)
+    client.initialize()
+    save(db, db.password, "A save changes no list.")
+    with kbcite.KBStore(str(db.path)) as store:
+        store.unpublish(KB, db.billing)
+    message = client.recv(5.0)  # the first message of all: no updated, nothing subscribed
+    assert message == {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}
+
+
 def test_a_listen_stream_is_acknowledged_first_tagged_and_ends_on_cancel(start, db):
     """2026-07-28 basic/patterns/subscriptions.mdx: the acknowledgement first; only what the
     filter asked for; every notification tagged with the listen request's ID."""

@@ -126,20 +126,22 @@ class StdioTransport:
         self.send(message)
         return not self._closed
 
-    def add(self, uri):
-        """resources/subscribe: the client's subscriber, made and watched at the first."""
+    def _client_subscriber(self):
+        """The handshake client's subscriber: made and watched once, at its initialized
+        notification (the list_changed capability promises those without a subscription) or
+        at its first resources/subscribe, whichever comes first."""
         with self._subs_lock:
-            subscriber = self._subscriber
-            if subscriber is None:
-                subscriber = self._subscriber = Subscriber(
-                    self.session.principal, self._deliver, list_changed=True,
-                    limit=SUBSCRIPTIONS_MAX)
-                fresh = True
-            else:
-                fresh = False
-        subscriber.add(uri)
-        if fresh:
-            self.hub.add(subscriber)
+            if self._subscriber is not None:
+                return self._subscriber
+            subscriber = Subscriber(self.session.principal, self._deliver, list_changed=True,
+                                    limit=SUBSCRIPTIONS_MAX)
+            self.hub.add(subscriber)  # TooMany leaves none, and the next call tries again
+            self._subscriber = subscriber
+            return subscriber
+
+    def add(self, uri):
+        """resources/subscribe: one more URI for the client's subscriber."""
+        self._client_subscriber().add(uri)
 
     def remove(self, uri):
         """resources/unsubscribe."""
@@ -207,3 +209,9 @@ class StdioTransport:
                 self.hub.remove(listening)
                 return
         self.session.notify(message)
+        if message["method"] == "notifications/initialized" and self.session.initialized \
+                and self.session.protocol_version is not None:
+            try:
+                self._client_subscriber()
+            except TooMany as exc:  # the token's streams are full: subscribe will say so
+                log.info("no list_changed notifications for this client: %s", exc)
