@@ -213,6 +213,10 @@ def sync_apply(ctx, kb, rows, by_id, action):
         if row is None or row["article_id"] != action["article_id"]:
             row = rows[action.get("previous_source", action["source"])]
         pk = row["pk"]
+        if kind == "unchanged" and row["import_version"] == row["updated_at"]:
+            # Already marked as this import would mark it: nothing to write or read back.
+            action["version"] = row["updated_at"]
+            return
         if kind in ("rename", "adopt"):
             ctx.db.article_set_source(pk, doc.source)
         if kind == "unpublish":
