@@ -111,24 +111,30 @@ def _walk(root, result):
     found, seen_dirs, seen_files = [], set(), {}
 
     def visit(folder, rel, rules):
-        real = os.path.realpath(folder)
-        if real in seen_dirs:
-            result.skipped.append({"source": rel + "/", "reason": "a link back into a folder "
-                                   "already read"})
-            return
-        seen_dirs.add(real)
+        # A folder or file is known by its device and inode: the same whatever links led to
+        # it, at one stat each (os.path.realpath takes one a path component).
         try:
-            entries = sorted(os.listdir(folder))
+            info = os.stat(folder)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
         except OSError as exc:
             result.bad.append({"source": (rel or ".") + "/",
                                "reason": "cannot read the folder: %s" % exc.strerror})
             return
-        if IGNORE_FILE in entries:
+        if (info.st_dev, info.st_ino) in seen_dirs:
+            result.skipped.append({"source": rel + "/", "reason": "a link back into a folder "
+                                   "already read"})
+            return
+        seen_dirs.add((info.st_dev, info.st_ino))
+        if any(entry.name == IGNORE_FILE for entry in entries):
             rules = rules + [(rel, read_patterns(os.path.join(folder, IGNORE_FILE)))]
-        for name in entries:
-            path = os.path.join(folder, name)
+        for entry in entries:
+            name, path = entry.name, entry.path
             child = (rel + "/" + name) if rel else name
-            is_dir = os.path.isdir(path)
+            try:
+                is_dir = entry.is_dir()  # through a link, as os.path.isdir
+            except OSError:
+                is_dir = False
             if name.startswith(".") or name in IGNORED_NAMES:
                 if is_dir or name.lower().endswith(EXTENSIONS):
                     result.skipped.append({"source": child + ("/" if is_dir else ""),
@@ -143,15 +149,19 @@ def _walk(root, result):
             if is_dir:
                 visit(path, child, rules)
             elif name.lower().endswith(EXTENSIONS):
-                if os.path.islink(path) and not os.path.exists(path):
-                    result.bad.append({"source": child, "reason": "a link to nothing"})
-                    continue
-                real = os.path.realpath(path)
-                if real in seen_files:
+                try:
+                    target = entry.stat()
+                except OSError:
+                    if entry.is_symlink():
+                        result.bad.append({"source": child, "reason": "a link to nothing"})
+                        continue
+                    target = None  # unreadable: reading it names the cause
+                key = (target.st_dev, target.st_ino) if target is not None else path
+                if key in seen_files:
                     result.skipped.append({"source": child, "reason": "the same file as %s"
-                                           % seen_files[real]})
+                                           % seen_files[key]})
                     continue
-                seen_files[real] = child
+                seen_files[key] = child
                 found.append((child, path))
 
     visit(root, "", [])

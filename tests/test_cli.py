@@ -479,13 +479,13 @@ def test_an_unreadable_folder_is_an_error(tmp_path, monkeypatch, clock):
     folder = tmp_path / "docs"
     write(folder, "ok.md", "# Ok\n\nok\n")
     (folder / "locked").mkdir()
-    real_listdir = os.listdir
+    real_scandir = os.scandir
 
-    def listdir(path="."):
+    def scandir(path="."):  # root reads any folder: the refusal is made here
         if str(path).endswith("locked"):
             raise PermissionError(13, "Permission denied", str(path))
-        return real_listdir(path)
-    monkeypatch.setattr(os, "listdir", listdir)
+        return real_scandir(path)
+    monkeypatch.setattr(os, "scandir", scandir)
     with KBStore(":memory:", clock=clock) as store:
         store.create_knowledge_base(KB)
         with pytest.raises(kbcite.InvalidArgument) as info:

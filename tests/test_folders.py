@@ -97,6 +97,17 @@ def test_links_are_followed_once_and_never_round_a_loop(tmp_path):
     assert [b["source"] for b in found.bad] == ["broken.md"]
 
 
+@pytest.mark.skipif(not hasattr(os, "link"), reason="needs hard links")
+def test_a_hard_linked_file_is_imported_once(tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "a/page.md", "# Page\n\ntext\n")
+    os.makedirs(str(folder / "b"))
+    os.link(str(folder / "a" / "page.md"), str(folder / "b" / "page.md"))
+    found = read_folder(str(folder))
+    assert [d.source for d in found.documents] == ["a/page.md"]
+    assert found.skipped == [{"source": "b/page.md", "reason": "the same file as a/page.md"}]
+
+
 def test_front_matter_yaml_block_scalars_and_toml():
     assert parse_document("---\ntitle: >\n  Refund\n  policy\n---\nbody", "f")[0] == \
         "Refund policy"
