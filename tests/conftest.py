@@ -27,6 +27,7 @@ from kbcite.store import KBStore  # noqa: E402
 from kbcite.testing import (  # noqa: E402
     FakeClock, PostgresCluster, postgres_binaries, write_lock_held,
 )
+from support.http_server import Server  # noqa: E402
 from support.stdio_client import Client, check_jsonrpc, make_db  # noqa: E402
 
 
@@ -148,3 +149,21 @@ def start():
         client.kill()
         for line in client.lines:
             check_jsonrpc(json.loads(line.decode("utf-8")))
+
+
+# -- the MCP server over HTTP -------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(served):
+    """``server(*flags)`` starts kb-server over HTTP on the test module's ``served`` store;
+    every one started is stopped after the test."""
+    started = []
+
+    def start(*extra, **kwargs):
+        s = Server(served.path, *extra, **kwargs)
+        started.append(s)
+        return s
+    yield start
+    for s in started:
+        s.stop()

@@ -72,19 +72,6 @@ def served(tmp_path):
     return made
 
 
-@pytest.fixture
-def server(served):
-    started = []
-
-    def start(*extra, **kwargs):
-        s = Server(served.path, *extra, **kwargs)
-        started.append(s)
-        return s
-    yield start
-    for s in started:
-        s.stop()
-
-
 def dump(path):
     """The store's dump, tokens left out (a request may note a token's use)."""
     return [line for line in store_dump(path) if "tokens" not in line]

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import kbcite
-from support.http_server import (TIMEOUT, Server, connect, head, read_until_closed,
+from support.http_server import (connect, head, read_until_closed,
                                  responses)
 from support.stdio_client import make_db
 
@@ -25,19 +25,6 @@ def served(tmp_path):
     with kbcite.KBStore(str(made.path)) as store:
         made.token = store.create_token("guards", ["support"], "allow")
     return made
-
-
-@pytest.fixture
-def server(served):
-    started = []
-
-    def start(*extra, **kwargs):
-        s = Server(served.path, *extra, **kwargs)
-        started.append(s)
-        return s
-    yield start
-    for s in started:
-        s.stop()
 
 
 def post(server, token, body=PING, headers=()):

@@ -28,19 +28,6 @@ def served(tmp_path):
     return made
 
 
-@pytest.fixture
-def server(served):
-    started = []
-
-    def start(*extra):
-        s = Server(served.path, *extra)
-        started.append(s)
-        return s
-    yield start
-    for s in started:
-        s.stop()
-
-
 def meta():
     return {"io.modelcontextprotocol/protocolVersion": MODERN,
             "io.modelcontextprotocol/clientCapabilities": {}}

@@ -17,6 +17,7 @@ import pytest
 import kbcite
 from support.commands import ROOT
 from support.http_server import Server
+from support.sdk_session import HttpSession
 from support.stdio_client import EDIT, check_schema, make_db
 
 mcp = pytest.importorskip("mcp", reason="the official MCP SDK (pip install mcp, Python >= 3.10) "
@@ -116,7 +117,7 @@ def test_the_sdk_over_streamable_http(served, mode, action):
     try:
         def connect(elicit):
             http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + served.token})
-            return _HttpSession(http, Client(streamable_http_client(url, http_client=http),
+            return HttpSession(http, Client(streamable_http_client(url, http_client=http),
                                              mode=mode, elicitation_callback=elicit))
         before = content_of(served)
         version, _ = run_session(connect, served, action)
@@ -124,23 +125,6 @@ def test_the_sdk_over_streamable_http(served, mode, action):
         assert (content_of(served) != before) == (action == "accept")
     finally:
         server.stop()
-
-
-class _HttpSession:
-    """An httpx2 client and the MCP client over it, entered and left together."""
-
-    def __init__(self, http, client):
-        self.http, self.client = http, client
-
-    async def __aenter__(self):
-        await self.http.__aenter__()
-        return await self.client.__aenter__()
-
-    async def __aexit__(self, *exc):
-        try:
-            return await self.client.__aexit__(*exc)
-        finally:
-            await self.http.__aexit__(None, None, None)
 
 
 def test_the_sdk_without_elicitation_is_told_the_capability_is_missing(served):
@@ -167,7 +151,7 @@ def test_two_http_servers_one_client_alternating_with_an_approval_across(served,
         def connect(server):
             http = httpx2.AsyncClient(headers={"Authorization": "Bearer " + served.token})
             # The callback declares the elicitation capability; the test answers by hand.
-            return _HttpSession(http, Client(streamable_http_client(
+            return HttpSession(http, Client(streamable_http_client(
                 "http://127.0.0.1:%d/mcp" % server.port, http_client=http), mode="2026-07-28",
                 elicitation_callback=answering("accept", [])))
 

@@ -21,6 +21,7 @@ import pytest
 import kbcite
 from support.commands import ROOT
 from support.http_server import Server
+from support.sdk_session import HttpSession
 from support.stdio_client import EDIT, make_db
 
 mcp = pytest.importorskip("mcp", reason="the official MCP SDK (pip install mcp, Python >= 3.10) "
@@ -155,23 +156,6 @@ def run(connect, served, edit):
     return anyio.run(main)
 
 
-class _Entered:
-    """An httpx2 client and the MCP client over it, entered and left together."""
-
-    def __init__(self, http, client):
-        self.http, self.client = http, client
-
-    async def __aenter__(self):
-        await self.http.__aenter__()
-        return await self.client.__aenter__()
-
-    async def __aexit__(self, *exc):
-        try:
-            return await self.client.__aexit__(*exc)
-        finally:
-            await self.http.__aexit__(None, None, None)
-
-
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_the_python_sdk_over_stdio(served, mode):
     version, elapsed = run(lambda handler: Client(stdio_params(served), mode=mode,
@@ -186,7 +170,7 @@ def test_the_python_sdk_over_streamable_http(served, mode):
     server = Server(served.path)
     url = "http://127.0.0.1:%d/mcp" % server.port
     try:
-        version, elapsed = run(lambda handler: _Entered(*http_client(url, served.token, mode,
+        version, elapsed = run(lambda handler: HttpSession(*http_client(url, served.token, mode,
                                                                      handler)),
                                served, lambda: agent_edit(url, served))
     finally:
@@ -204,7 +188,7 @@ def test_an_edit_through_one_worker_reaches_a_stream_on_another(served, mode):
     url = "http://127.0.0.1:%d/mcp" % server.port
     try:
         for _ in range(3):  # a few rounds, so that both workers have served both sides
-            _, elapsed = run(lambda handler: _Entered(*http_client(url, served.token, mode,
+            _, elapsed = run(lambda handler: HttpSession(*http_client(url, served.token, mode,
                                                                    handler)),
                              served, lambda: agent_edit(url, served))
             assert elapsed < WITHIN_S, elapsed
