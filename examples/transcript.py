@@ -126,15 +126,21 @@ def make_store(path):
     return article
 
 
-def run(full):
-    """Play the session; returns the server's exit code."""
+@contextlib.contextmanager
+def served(full):
+    """A fresh store in a temporary folder and a stdio server on it: ``(session, db path,
+    the first article's ID)``."""
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "kb.db")
         article = make_store(db)
         argv = SERVER + ["--db", db, "--grant", "support", "--writes", "ask"]
         print("# server: kb-server --db kb.db --grant support --writes ask")
-        s = Session(argv, full)
+        yield Session(argv, full), db, article
 
+
+def run(full):
+    """Play the session; returns the server's exit code."""
+    with served(full) as (s, db, article):
         s.say("Handshake. The client declares elicitation, so the server can ask its person.")
         s.request("initialize", {"protocolVersion": "2025-11-25",
                                  "capabilities": {"elicitation": {}},
@@ -190,13 +196,7 @@ def run(full):
 
 def run_resources(full):
     """Play the resources session; returns the server's exit code."""
-    with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "kb.db")
-        article = make_store(db)
-        argv = SERVER + ["--db", db, "--grant", "support", "--writes", "ask"]
-        print("# server: kb-server --db kb.db --grant support --writes ask")
-        s = Session(argv, full)
-
+    with served(full) as (s, db, article):
         s.say("Handshake: the server offers resources (with subscriptions), completions, "
               "logging.")
         s.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
