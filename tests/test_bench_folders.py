@@ -4,15 +4,10 @@ every step and leaves no worktree behind."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def git(*args):
-    return subprocess.run(["git"] + list(args), cwd=str(ROOT), capture_output=True, text=True)
+from support.commands import ROOT, git
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """The project's commands as subprocesses: this checkout's package, whatever is installed."""
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,3 +19,8 @@ def child_env(extra=None):
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + (
         [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     return env
+
+
+def git(*args):
+    """``git ARGS...`` in this checkout, its output captured as text."""
+    return subprocess.run(["git"] + list(args), cwd=str(ROOT), capture_output=True, text=True)
