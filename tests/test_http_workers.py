@@ -16,7 +16,7 @@ import time
 import pytest
 
 import kbcite
-from kbcite.server.http_sessions import HttpSessions
+from kbcite.server.http.sessions import HttpSessions
 from kbcite.server.protocol import Principal
 from kbcite.server.session import Call
 from support.commands import ROOT, child_env

@@ -233,9 +233,10 @@ def claim_stdout():
 def serve_http(args, secret):
     """Serve Streamable HTTP until SIGINT or SIGTERM; returns the exit code."""
     try:
-        from .asgi import Settings, is_loopback
-        from .h11_guard import Guard
-        from .serve_http import serve
+        from .http.guards import is_loopback
+        from .http.h11_guard import Guard
+        from .http.serve import serve
+        from .http.settings import Settings
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in ("uvicorn", "h11"):
             sys.exit(MISSING_HTTP)

@@ -16,11 +16,12 @@ import secrets
 import threading
 import time
 
-from ..errors import ToolError
-from ..store import KBStore
-from .jsonrpc import id_key, is_request_id
-from .pool import Connections
-from .session import Session
+from ...errors import ToolError
+from ...store import KBStore
+from ..jsonrpc import id_key, is_request_id
+from ..pool import Connections
+from ..session import Session
+from ..subscriptions import TooMany
 
 # A session ends after this long without a request (2025-11-25 transports.mdx, "Session
 # Management" 3: the server may end one at any time; the client's next request hears 404 and
@@ -262,3 +263,28 @@ class HttpSessions:
         if here:
             session.cancel(message["body"])
         return here
+
+
+class SessionSubscriptions:
+    """A handshake session's resources/subscribe URIs, kept in the store with the session, so
+    that whichever process holds its GET stream notifies them."""
+
+    def __init__(self, app, session):
+        self.app = app
+        self.session = session
+
+    def add(self, uri):
+        """Subscribe the session to ``uri``; TooMany past its token's bound."""
+        with self.app.sessions_store() as store:
+            done = store.session_subscribe(self.session.id, self.session.principal.name, uri,
+                                           per_token=self.app.settings.subscriptions_per_token)
+        if done is False:
+            raise TooMany("the sessions of token %s subscribe to %d URIs, the bound; "
+                          "unsubscribe some first" % (self.session.principal.name,
+                                                      self.app.settings.subscriptions_per_token))
+
+    def remove(self, uri):
+        """Forget the session's subscription to ``uri``."""
+        with self.app.sessions_store() as store:
+            store.session_unsubscribe(self.session.id, uri)
+

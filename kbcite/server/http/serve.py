@@ -17,9 +17,9 @@ import socket
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from .asgi import MCP_PATH, McpApp
+from .app import MCP_PATH, McpApp
 from .h11_guard import GuardedH11Protocol
-from .protocol import SERVER_NAME, SERVER_VERSION
+from ..protocol import SERVER_NAME, SERVER_VERSION
 
 try:
     import resource
@@ -43,7 +43,7 @@ RESERVED_FDS = 64
 LOG_CONFIG = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"refusals": {"()": "kbcite.server.serve_http.DropRefusals"}},
+    "filters": {"refusals": {"()": "kbcite.server.http.serve.DropRefusals"}},
     "formatters": {"kb": {"format": "kb_server: %(levelname)s: %(message)s"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "kb",
                             "stream": "ext://sys.stderr", "filters": ["refusals"]}},

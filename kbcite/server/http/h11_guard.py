@@ -1,0 +1,279 @@
+"""uvicorn's h11 protocol with the guards an endpoint facing hostile clients needs.
+
+uvicorn's ``H11Protocol`` leaves open what a server on a network must close:
+
+- no timer before a connection's first request, and none while a head or body trickles in
+  (every byte cancels its keep-alive timer): sockets that never finish a request are held
+  for ever (slowloris);
+- a cap on the request head only while it is incomplete (h11 checks its buffer only when it
+  needs more data; a whole head in one read of up to 256 KiB passes), answered 400, not 431;
+- ``Transfer-Encoding`` together with ``Content-Length`` framed by the former, the connection
+  kept: RFC 9112 6.3 asks for an error and a closed connection, since a gateway framing by
+  the other header sees a different request;
+- TCP_NODELAY only on sockets asyncio made itself: on an accepted socket of a listener bound
+  beforehand (ours, and every ``--workers`` deployment's), each response's body waits for
+  the client's delayed acknowledgement of its headers, 40 ms a request.
+
+``GuardedH11Protocol`` closes them, answering each refusal with a JSON-RPC error body and a
+lingering close. Its settings (``Guard``) ride on the uvicorn ``Config`` as ``kb_guard``,
+which uvicorn pickles whole to every worker; run by a plain ``uvicorn --http
+kbcite.server.h11_guard:GuardedH11Protocol`` (a re-export of this) the defaults below hold. It
+reads uvicorn's own attributes (``conn``, ``cycle``, ``transport``, ``timeout_keep_alive_task``):
+it is tested on the uvicorn that Python 3.9 gets (0.39) and on the newest.
+"""
+
+import json
+import logging
+import socket
+from dataclasses import dataclass
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ..throttle import Throttle
+
+# A request head at most this large (request line and headers): far beyond any MCP client's
+# (a bearer token and a dozen headers are under 2 KiB), small enough that a thousand
+# connections sending endless heads hold 64 MiB, not gigabytes.
+HEAD_MAX = 64 * 1024
+
+# A request must arrive whole, head and body, within this long of its first byte, however it
+# trickles; a connection is closed after this long without a request in progress.
+REQUEST_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 60.0
+
+# Connections held at once by one process; one more is refused with 503 at once. An idle
+# connection costs a few kilobytes under asyncio, so this is sized for floods of idle sockets,
+# under the descriptor limit serve_http raises to fit it.
+MAX_CONNECTIONS = 2048
+
+# Request deadlines are looked at this often, for every connection at once: a timer of its own
+# for each request cost more than the deadline is worth at hundreds of requests a second. A
+# request is cut off within this long after its deadline.
+SWEEP_S = 0.5
+
+# A refused connection is closed this long after its answer (RFC 9112 9.6, "lingering
+# close"): closing with input unread would reset it, and the client could lose the answer.
+LINGER_S = 1.0
+
+PHRASES = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large",
+           501: b"Not Implemented", 503: b"Service Unavailable"}
+
+log = logging.getLogger(__name__)
+quiet = Throttle(log)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The guarded protocol's settings (pickled to every worker with uvicorn's Config)."""
+
+    head_max: int = HEAD_MAX
+    request_timeout: float = REQUEST_TIMEOUT_S
+    idle_timeout: float = IDLE_TIMEOUT_S
+    max_connections: int = MAX_CONNECTIONS
+
+
+class _Judged(h11.Connection):
+    """h11's connection, remembering why it refused a request, and refusing a head h11 lets
+    through: too large, or framed by both Transfer-Encoding and Content-Length."""
+
+    head_max = HEAD_MAX
+    refusal = None
+
+    def next_event(self):
+        """The next event, as h11 would give it, or RemoteProtocolError."""
+        try:
+            event = super().next_event()
+        except h11.RemoteProtocolError as exc:
+            self.refusal = exc
+            raise
+        if type(event) is h11.Request:
+            status, why = self._judge(event)
+            if status is not None:
+                self.refusal = h11.RemoteProtocolError(why, error_status_hint=status)
+                raise self.refusal
+        return event
+
+    def _judge(self, event):
+        # A pipelined head parsed from a buffer is measured here; the first of each read is
+        # measured before h11 buffers it (GuardedH11Protocol._head_too_big).
+        size = len(event.method) + len(event.target) + 12 + sum(
+            len(name) + len(value) + 4 for name, value in event.headers.raw_items()) + 2
+        if size > self.head_max:
+            return 431, "the request head is %d bytes, over %d" % (size, self.head_max)
+        names = [name for name, _ in event.headers]
+        if b"transfer-encoding" in names and b"content-length" in names:
+            return 400, ("both Transfer-Encoding and Content-Length frame this request "
+                         "(RFC 9112 6.3); send one")
+        return None, None
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a head cap, strict framing, request and idle deadlines,
+    a connection cap and TCP_NODELAY (see the module docstring)."""
+
+    def __init__(self, config, server_state, app_state, _loop=None):
+        super().__init__(config, server_state, app_state, _loop)
+        self.guard = getattr(config, "kb_guard", None) or Guard()
+        self.conn = self._new_conn()
+        self._started = None  # the loop's time at the first byte of the request under way
+        self._refused = False
+        self._head_seen = 0
+        self._head_tail = b""
+
+    def _new_conn(self):
+        conn = _Judged(h11.SERVER, max_incomplete_event_size=self.guard.head_max)
+        conn.head_max = self.guard.head_max
+        return conn
+
+    # -- the connection -------------------------------------------------------------------------
+
+    def connection_made(self, transport):
+        """Count the connection against the cap, turn Nagle off, start the idle deadline."""
+        super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        if len(self.connections) > self.guard.max_connections:
+            quiet.info("connections", "refused a connection from %s: %d connections are open "
+                       "(--max-connections)", self._peer(), len(self.connections) - 1)
+            self._refuse(503, "Service Unavailable: too many connections; retry shortly",
+                         b"retry-after: 1\r\n")
+            return
+        # uvicorn arms no timer before the first request; its keep-alive handler closes a
+        # connection that sends nothing, now and between requests.
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.guard.idle_timeout, self.timeout_keep_alive_handler)
+        _sweep_later(self.loop, self.server_state)
+
+    def shutdown(self):
+        """The server stops: notification streams (which never end by themselves) are ended
+        gracefully first, through the app's hook in the lifespan state, then uvicorn's own."""
+        stop = self.app_state.get("kbcite.stop_streams") if isinstance(self.app_state,
+                                                                        dict) else None
+        if stop is not None:
+            stop()
+        super().shutdown()
+
+    def connection_lost(self, exc):
+        """Stop the request deadline with the connection."""
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data):
+        """Bytes of a request: the deadline starts with its first, the head is measured before
+        h11 buffers it, and what arrives after a refusal is dropped."""
+        if self._refused:
+            return
+        if self.conn.their_state is h11.IDLE:
+            if self._started is None:
+                self._started = self.loop.time()
+            if self._head_too_big(data):
+                return
+        super().data_received(data)
+        if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
+            self._disarm()  # the request is whole (or the connection is done with)
+
+    def _head_too_big(self, data):
+        """Whether the head now passes the cap, counted across reads up to its blank line; a
+        refusal is answered here."""
+        window = self._head_tail + data
+        crlf = window.find(b"\n\r\n")
+        bare = window.find(b"\n\n", 0, crlf if crlf >= 0 else len(window))  # h11 takes LF too
+        ends = [i for i in (crlf, bare) if i >= 0]
+        size = self._head_seen + (min(ends) - len(self._head_tail) if ends else len(data))
+        if size > self.guard.head_max:
+            self.conn.refusal = h11.RemoteProtocolError(
+                "the request head passed %d bytes" % self.guard.head_max,
+                error_status_hint=431)
+            self.send_400_response("")
+            return True
+        if ends:
+            self._head_seen, self._head_tail = 0, b""
+        else:
+            self._head_seen, self._head_tail = size, window[-2:]
+        return False
+
+    def _disarm(self):
+        self._started = None
+
+    def overdue(self, now):
+        """Whether the request under way has passed its deadline."""
+        return self._started is not None and now - self._started > self.guard.request_timeout
+
+    def _too_slow(self):
+        """The request deadline passed: 408, unless an answer is already under way."""
+        self._started = None
+        if self.transport.is_closing():
+            return
+        quiet.info("slow", "closed a connection from %s: no whole request within %g s "
+                   "(--request-timeout)", self._peer(), self.guard.request_timeout)
+        self._refuse(408, "Request Timeout: the request did not arrive whole within %g s"
+                     % self.guard.request_timeout)
+
+    def _peer(self):
+        return self.client[0] if self.client else "?"
+
+    # -- refusals -----------------------------------------------------------------------------
+
+    def send_400_response(self, msg):
+        """What uvicorn calls when h11 refuses a request: answer h11's own status hint (431
+        for a head too large, 501 for a transfer coding it does not know, else 400), say why,
+        and close."""
+        exc = self.conn.refusal
+        status = getattr(exc, "error_status_hint", 400)
+        if status not in PHRASES:
+            status = 400
+        why = str(exc) if exc is not None else (msg or "an invalid HTTP request")
+        quiet.info("refused", "refused a request from %s: %d, %s", self._peer(), status, why)
+        self._refuse(status, "%s: %s" % (PHRASES[status].decode(), why))
+
+    def _refuse(self, status, message, extra=b""):
+        """Answer ``status`` with a JSON-RPC error body and close, lingering."""
+        self._disarm()
+        if self.cycle is not None and self.cycle.response_started:
+            self.transport.close()  # an answer is under way: nothing else can be said
+            return
+        body = json.dumps({"jsonrpc": "2.0", "id": None,
+                           "error": {"code": -32600, "message": message}}).encode("utf-8")
+        self.transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
+                             b"content-length: %d\r\nconnection: close\r\n%s\r\n%s"
+                             % (status, PHRASES[status], len(body), extra, body))
+        if self.cycle is not None:
+            # The app's receive() now says http.disconnect: the request it reads is gone.
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self._linger()
+
+    def _linger(self):
+        """Half-close, drop what still arrives, close within LINGER_S; the refused head h11
+        buffered is let go at once."""
+        self._refused = True
+        self.conn = self._new_conn()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
+        else:
+            self.transport.close()
+
+
+def _sweep_later(loop, server_state):
+    """Make sure the connections of a server (uvicorn's ServerState) are swept for overdue
+    requests every SWEEP_S, while it has any."""
+    if not getattr(server_state, "kb_sweeping", False):
+        server_state.kb_sweeping = True
+        loop.call_later(SWEEP_S, _sweep, loop, server_state)
+
+
+def _sweep(loop, server_state):
+    now = loop.time()
+    for protocol in list(server_state.connections):
+        if isinstance(protocol, GuardedH11Protocol) and protocol.overdue(now):
+            protocol._too_slow()
+    if server_state.connections:
+        loop.call_later(SWEEP_S, _sweep, loop, server_state)
+    else:
+        server_state.kb_sweeping = False

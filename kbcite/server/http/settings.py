@@ -1,0 +1,96 @@
+"""What the HTTP app serves and its limits: ``Settings``, the environment ``app_from_env``
+reads, and ``create_app`` to mount the endpoint in a team's own application."""
+
+import logging
+import os
+import secrets
+from dataclasses import dataclass
+from typing import Optional
+
+from ..approval import APPROVAL_TTL_S
+from ..pool import QUEUED_EDITS, READERS
+from ..protocol import SUBSCRIPTIONS_MAX
+from .app import McpApp
+from .sessions import SESSION_TIMEOUT_S, SESSIONS_PER_TOKEN
+from .streams import KEEPALIVE_S
+
+# A 1 MiB article JSON-escaped with \u sequences takes six bytes a character: 8 MiB holds any
+# valid edit, and refuses a flood.
+MAX_BODY = 8 * 1024 * 1024
+
+
+# Requests in progress at once per process, each on a thread (a question waiting for its
+# person holds one, but no store connection); one more is 503 at once.
+MAX_REQUESTS = 128
+
+# The environment app_from_env reads, each to a Settings field and its type.
+ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": ("max_body", int),
+               "KB_THREADS": ("threads", int), "KB_QUEUED_EDITS": ("queued_edits", int),
+               "KB_APPROVAL_TTL": ("approval_ttl", int),
+               "KB_AUTHORIZATION_SERVER": ("authorization_server", str),
+               "KB_SESSION_TIMEOUT": ("session_timeout", float),
+               "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int),
+               "KB_KEEPALIVE": ("keepalive", float),
+               "KB_SUBSCRIPTIONS_PER_TOKEN": ("subscriptions_per_token", int)}
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the app serves and its limits; plain data, so uvicorn can hand it to every worker
+    process."""
+
+    db: str
+    signing_secret: bytes
+    allowed_origins: tuple = ()
+    # The name the server was told to listen on (kb-server --http NAME:PORT): also its own.
+    host: Optional[str] = None
+    max_body: int = MAX_BODY
+    threads: int = READERS
+    queued_edits: int = QUEUED_EDITS
+    approval_ttl: int = APPROVAL_TTL_S
+    authorization_server: Optional[str] = None
+    session_timeout: float = SESSION_TIMEOUT_S
+    sessions_per_token: int = SESSIONS_PER_TOKEN
+    max_requests: int = MAX_REQUESTS
+    keepalive: float = KEEPALIVE_S
+    # Subscribed URIs all the handshake sessions of one token hold at once.
+    subscriptions_per_token: int = SUBSCRIPTIONS_MAX
+
+
+def create_app(db, *, signing_secret=None, **options):
+    """The MCP endpoint for the store at ``db``, as an ASGI application to run or mount.
+
+    ``signing_secret`` (bytes) signs 2026-07-28 approval handles; give every process that
+    shares the store the same one (a random one serves this process alone). ``options`` are
+    ``Settings`` fields: ``allowed_origins``, ``max_body``, ``threads``, ``session_timeout``...
+    """
+    if signing_secret is None:
+        log.info("no signing secret given: 2026-07-28 approvals can be finished by this process "
+                 "only (set KB_SIGNING_SECRET on every server that shares the database)")
+        signing_secret = secrets.token_bytes(32)
+    if "allowed_origins" in options:
+        options["allowed_origins"] = tuple(options["allowed_origins"])
+    return McpApp(Settings(db=db, signing_secret=signing_secret, **options))
+
+
+def app_from_env():
+    """``uvicorn --factory kbcite.server.asgi:app_from_env``: the app for the store at
+    ``$KB_DB``, signed with ``$KB_SIGNING_SECRET``, its options from ``ENVIRONMENT``."""
+    db = os.environ.get("KB_DB")
+    if not db:
+        raise RuntimeError("KB_DB is not set: export KB_DB=STORE (a file or a postgresql:// "
+                           "URL made with kb init) before starting the app")
+    options = {}
+    for name, (field, kind) in ENVIRONMENT.items():
+        value = os.environ.get(name)
+        if value:
+            try:
+                options[field] = (tuple(v for v in value.replace(",", " ").split() if v)
+                                  if kind == "list" else kind(value))
+            except ValueError:
+                raise RuntimeError("%s=%r is not a valid %s" % (name, value, kind.__name__)
+                                   ) from None
+    secret = os.environ.get("KB_SIGNING_SECRET")
+    return create_app(db, signing_secret=secret.encode("utf-8") if secret else None, **options)
