@@ -1,50 +1,34 @@
 """kb-server's Streamable HTTP endpoint as an ASGI application (``settings.create_app`` makes
-one to mount in a team's own Starlette or FastAPI application).
+one to mount in a team's own Starlette or FastAPI application): the ASGI entry, the lifespan,
+and each request's path and method to the room that serves it.
 
-It owns HTTP's concerns and none of the protocol's: framing the server in front let through
-(both Transfer-Encoding and Content-Length, two Hosts, two lengths), ``Origin`` and ``Host``,
-CORS for the allowed origins, the bearer token, body caps, ``Mcp-Session-Id``, and the
-2026-07-28 routing headers checked against the body. Everything that touches the store runs
-on a worker thread from a bounded pool, one hop a request, so the event loop never waits for
-the database; a question put to a person in a 2025-11-25 session streams the request's answer
-as server-sent events. The app needs no particular server: ``serve`` runs it on uvicorn
-with the guarded h11 protocol, which closes what the app cannot see (slow heads, huge heads).
+It owns HTTP's concerns and none of the protocol's: framing the server in front let through,
+``Origin`` and ``Host``, CORS (``guards``), the bearer token (``auth``), bodies and the
+2026-07-28 routing headers (``exchange``), ``Mcp-Session-Id`` (``sessions``), event streams
+(``streams``). Everything that touches the store runs on a worker thread (``threads``), one
+hop a request, so the event loop never waits for the database. The app needs no particular
+server: ``serve`` runs it on uvicorn with the guarded h11 protocol, which closes what the app
+cannot see (slow heads, huge heads).
 """
 
 import asyncio
 import contextlib
 import logging
 
-from ...errors import ToolError
 from ...store import KBStore
 from ..approval import ApprovalSigner
-from ..jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, PARSE_ERROR, RpcError, classify,
-                       encode, error_response, id_if_any)
-from ..pool import Connections, StorePool
-from ..protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SUBSCRIPTIONS_MAX, Context,
-                        Listen, Principal, Protocol, answer)
-from ..session import Call
-from ..subscriptions import Hub, Subscriber, TooMany
+from ..jsonrpc import encode
+from ..pool import StorePool
+from ..protocol import Protocol
+from ..subscriptions import Hub
 from ..throttle import Throttle
-from .exchange import (ERROR_STATUS, SMALL_BODY, Watch, _may_wait, _parse, _watch,
-                       decode_name_header)
-from .guards import (CORS_ALLOWED, CORS_EXPOSED, CORS_MAX_AGE, CORS_METHODS, LOOPBACK_NAMES,
-                     _bracketed, is_loopback)
-from .request import Refusal, Reply, Request, refusal
-from .sessions import HttpSessions, SessionSubscriptions
-from .streams import (KEEPALIVE, SSE_HEADERS, STREAM_BACKLOG, ListenStreams, Stream,
-                      _disconnected, event)
-from .threads import Threads, _settle
-
-MCP_PATH = "/mcp"
-METADATA_PATH = "/.well-known/oauth-protected-resource" + MCP_PATH
-
-# Token checks have connections of their own: a request is authenticated even while every tool
-# connection is busy.
-AUTH_CONNECTIONS = 4
-
-# A refusal that asks the client to come back says when.
-RETRY_AFTER_S = 1
+from .auth import Auth
+from .exchange import Exchange
+from .guards import Guards, check_framing
+from .request import MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal, Reply, Request, refusal
+from .sessions import HttpSessions, delete
+from .streams import NotificationStreams, event
+from .threads import Threads
 
 # Where the lifespan state holds ``McpApp.stop_streams`` for the server's shutdown to call.
 STOP_STREAMS = "kbcite.stop_streams"
@@ -65,16 +49,16 @@ class McpApp:
         self.pool = StorePool(settings.db, readers=settings.threads,
                               writers=max(1, settings.threads // 2),
                               queued_edits=settings.queued_edits)
-        self.auth = Connections(settings.db, AUTH_CONNECTIONS)
+        self.auth = Auth(settings)
+        self.guards = Guards(settings)
         self.protocol = Protocol(self.pool, ApprovalSigner(settings.signing_secret,
                                                            settings.approval_ttl))
         self.sessions = HttpSessions(settings.db, settings.session_timeout,
                                      settings.sessions_per_token)
         self.threads = Threads(settings.max_requests, "kb-http")
         self.hub = Hub(settings.db)
-        self._get_streams = set()  # sessions whose GET stream this process holds
+        self.streams = NotificationStreams(self)
         self._in_progress = 0
-        self._allowed = {}  # (scheme, server host, port) -> (hosts, origins)
         self._closed = False
 
     # -- ASGI --------------------------------------------------------------------------------
@@ -130,6 +114,8 @@ class McpApp:
         self.pool.close()
         self.auth.close()
 
+    # -- one request -------------------------------------------------------------------------
+
     async def _http(self, scope, receive, send):
         req = Request(scope)
         try:
@@ -137,37 +123,35 @@ class McpApp:
         except Refusal as refused:
             reply = refused.reply
         if reply is not None:
-            await self._send(send, req, reply)
+            await self.send(send, req, reply)
 
     async def _route(self, req, receive, send):
         """The request's checks in order (framing, endpoint, Origin and Host), then its
         method's own."""
-        if req.framing is not None:
-            quiet.info("framing", "refused a request from %s: %s", req.client, req.framing)
-            raise Refusal(400, refusal("Bad Request: %s" % req.framing), close=True)
+        check_framing(req)
         method = req.method
         if method == "GET" and req.path == METADATA_PATH and self.settings.authorization_server:
-            self._check_origin_and_host(req)
-            return Reply(200, self.metadata(req))
+            self.guards.check_origin_and_host(req)
+            return Reply(200, self.auth.metadata(req))
         if req.path != MCP_PATH:
             raise Refusal(404, refusal("Not found: the MCP endpoint is %s" % MCP_PATH))
-        self._check_origin_and_host(req)
+        self.guards.check_origin_and_host(req)
         if method == "POST":
-            return await self._post(req, receive, send)
+            return await Exchange(self, req, receive, send).run()
         if method == "OPTIONS":
-            return self._preflight(req)
+            return self.guards.preflight(req)
         if method == "DELETE":
-            return await self._on_thread(self._delete, req)
+            return await self.on_thread(req, delete, self, req)
         if method == "GET":
-            reply = await self._on_thread(self._open_get, req)
+            reply = await self.on_thread(req, self.streams.open_get, req)
             if reply.stream is not None:
-                await self._stream(req, receive, send, reply)
+                await self.streams.hold(req, receive, send, reply)
                 return None
             return reply
         raise Refusal(405, refusal("Method not allowed"), [(b"Allow", b"POST, DELETE, OPTIONS")],
                       close=True)
 
-    async def _send(self, send, req, reply):
+    async def send(self, send, req, reply):
         """Send a whole reply (or a stream's last event), with CORS headers where an allowed
         Origin asked."""
         if reply.streamed:  # the stream's last event: the answer (none if it was cancelled)
@@ -175,7 +159,7 @@ class McpApp:
                         "body": event(reply.body) if reply.body is not None else b""})
             return
         data = encode(reply.body) if reply.body is not None else b""
-        headers = reply.headers + (self._cors(req) if reply.cors else [])
+        headers = reply.headers + (self.guards.cors(req) if reply.cors else [])
         if reply.body is not None:
             headers.append((b"Content-Type", b"application/json"))
         if reply.status != 204:
@@ -185,12 +169,12 @@ class McpApp:
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 
-    async def _on_thread(self, fn, *args):
+    async def on_thread(self, req, fn, *args):
         """What ``fn(*args)`` returns, run on a worker thread, at most ``max_requests`` at once
         (503 when full); a Refusal it raises is raised here."""
         if self._in_progress >= self.settings.max_requests:
             quiet.info("full", "refused a request from %s: %d requests are in progress",
-                       args[0].client, self._in_progress)
+                       req.client, self._in_progress)
             raise Refusal(503, refusal("Service Unavailable: the server is busy; retry "
                                        "shortly"), [(b"Retry-After", b"%d" % RETRY_AFTER_S)])
         self._in_progress += 1
@@ -198,487 +182,3 @@ class McpApp:
             return await self.threads.run(asyncio.get_running_loop(), fn, *args)
         finally:
             self._in_progress -= 1
-
-    # -- the checks every request passes ---------------------------------------------------------
-
-    def _own(self, req):
-        """``(the Host values allowed, the Origins allowed)`` for the address and scheme the
-        request came in on: DNS rebinding protection (transports, "Security Warning")."""
-        scheme = req.scope.get("scheme", "http")
-        server = req.scope.get("server") or (None, None)
-        key = (scheme, server[0], server[1])
-        found = self._allowed.get(key)
-        if found is None:
-            host, port = server
-            names = set()
-            if host is not None:
-                names.add(_bracketed(host))
-                if self.settings.host:
-                    names.add(_bracketed(self.settings.host))
-                if is_loopback(host):
-                    names.update(LOOPBACK_NAMES)
-            suffix = "" if port is None else ":%d" % port
-            # On a loopback address a browser's page must not reach us under another name; a
-            # server others reach is theirs to name (its tokens are what protect it).
-            hosts = ({name + suffix for name in names}
-                     if host is not None and is_loopback(host) else None)
-            origins = {"%s://%s%s" % (s, name, suffix) for s in ("http", "https")
-                       for name in names} | set(self.settings.allowed_origins)
-            found = self._allowed[key] = (hosts, origins)
-        return found
-
-    def _check_origin_and_host(self, req):
-        hosts, origins = self._own(req)
-        origin = req.header(b"origin")
-        if origin is not None and origin not in origins:
-            raise Refusal(403, refusal("Forbidden: Origin %.100s is not allowed (kb-server "
-                                       "--allow-origin adds one)" % origin))
-        if hosts is not None and req.header(b"host") not in hosts:
-            raise Refusal(421, refusal("Misdirected Request: Host %.100s is not this server's "
-                                       "address" % req.header(b"host")))
-
-    def _cors(self, req):
-        """The CORS headers of an answer to an allowed Origin (none for any other)."""
-        origin = req.headers.get(b"origin")
-        if origin is None or origin.decode("latin-1") not in self._own(req)[1]:
-            return []
-        return [(b"Access-Control-Allow-Origin", origin), (b"Vary", b"Origin"),
-                (b"Access-Control-Expose-Headers", CORS_EXPOSED)]
-
-    def _preflight(self, req):
-        """OPTIONS: a browser asks whether an allowed Origin may POST with MCP's headers."""
-        if req.header(b"origin") is None:
-            return Reply(204, headers=[(b"Allow", b"POST, DELETE, OPTIONS")])
-        method = req.header(b"access-control-request-method") or ""
-        asked = [h.strip().lower() for h in
-                 (req.header(b"access-control-request-headers") or "").split(",") if h.strip()]
-        refused = [h for h in asked if h not in CORS_ALLOWED]
-        if method not in ("POST", "GET", "DELETE") or refused:
-            return Reply(403, refusal("Forbidden: CORS allows %s with headers %s; asked %s %s"
-                                      % (CORS_METHODS, ", ".join(CORS_ALLOWED), method or
-                                         "no method", ", ".join(refused))), cors=False)
-        headers = [(b"Access-Control-Allow-Methods", CORS_METHODS.encode("ascii")),
-                   (b"Access-Control-Max-Age", CORS_MAX_AGE)]
-        if asked:
-            headers.append((b"Access-Control-Allow-Headers", ", ".join(asked).encode("ascii")))
-        return Reply(204, headers=headers)
-
-    def _authenticate(self, req, store):
-        """The caller a bearer token names; 401 with WWW-Authenticate: Bearer otherwise, the
-        reason logged (never the token)."""
-        value = req.header(b"authorization") or ""
-        scheme, _, token = value.partition(" ")
-        token = token.strip()
-        challenge = 'Bearer realm="kb-server"'
-        if self.settings.authorization_server:
-            challenge += ', resource_metadata="%s"' % self.metadata_url(req)
-        if scheme.lower() != "bearer" or not token:
-            quiet.info("401", "401 for %s: %s", req.client, "no Authorization header" if not value
-                       else "the Authorization header is not Bearer TOKEN")
-            raise Refusal(401, refusal("Unauthorized: send Authorization: Bearer TOKEN (kb token "
-                                       "create makes one)"),
-                          [(b"WWW-Authenticate", challenge.encode("latin-1"))])
-        found = store.token_principal(token)
-        if found is None:
-            quiet.info("401", "401 for %s: %s", req.client, store.token_refusal(token))
-            raise Refusal(401, refusal("Unauthorized: the token is not valid (unknown or "
-                                       "revoked)"),
-                          [(b"WWW-Authenticate",
-                            (challenge + ', error="invalid_token"').encode("latin-1"))])
-        return Principal(found["name"], frozenset(found["grants"]), found["writes"])
-
-    def metadata_url(self, req):
-        """Where this server's OAuth protected-resource metadata is (RFC 9728)."""
-        return "%s://%s%s%s" % (req.scope.get("scheme", "http"),
-                                req.header(b"host") or "127.0.0.1",
-                                req.scope.get("root_path", ""), METADATA_PATH)
-
-    def metadata(self, req):
-        """The RFC 9728 document naming the authorization server that issues our tokens."""
-        return {"resource": "%s://%s%s%s" % (req.scope.get("scheme", "http"),
-                                             req.header(b"host"),
-                                             req.scope.get("root_path", ""), MCP_PATH),
-                "authorization_servers": [self.settings.authorization_server],
-                "bearer_methods_supported": ["header"], "resource_name": SERVER_NAME}
-
-    # -- POST ------------------------------------------------------------------------------------
-
-    async def _post(self, req, receive, send):
-        """One JSON-RPC message in: its headers checked here, its body read, then everything
-        else (the token, the protocol) on one worker thread."""
-        content_type = (req.header(b"content-type") or "").split(";")[0].strip().lower()
-        if content_type != "application/json":
-            raise Refusal(415, refusal("Unsupported Media Type: send Content-Type: "
-                                       "application/json"))
-        length = req.headers.get(b"content-length")
-        if length is None:
-            raise Refusal(411, refusal("Length Required: send Content-Length"))
-        if not length.isdigit() or len(length) > 20:  # bytes: ASCII digits only
-            raise Refusal(400, refusal("Bad Request: Content-Length is not a number"), close=True)
-        length = int(length)
-        if length > self.settings.max_body:
-            raise Refusal(413, refusal("Payload Too Large: at most %d bytes a request"
-                                       % self.settings.max_body), close=True)
-        principal = None
-        if length > SMALL_BODY:
-            principal = await self._on_thread(self._authenticated, req)
-        body = await self._body(receive, length)
-        if body is None:
-            return None  # the client went away
-        parsed = _parse(body) if length <= SMALL_BODY else None
-        watch = watcher = None
-        if parsed is None or _may_wait(parsed[0]):
-            watch = Watch()
-            watcher = asyncio.ensure_future(_watch(receive, watch))
-        stream = Stream(asyncio.get_running_loop(), send, self._cors(req))
-        try:
-            reply = await self._on_thread(self._message, req, body, parsed, principal, stream,
-                                          watch)
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-        if reply is not None and reply.stream is not None:
-            await self._stream(req, receive, send, reply)
-            return None
-        return reply
-
-    async def _body(self, receive, length):
-        """The body's bytes, whole; None when the client went away first."""
-        chunks = []
-        got = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            if chunk:
-                chunks.append(chunk)
-                got += len(chunk)
-            if not message.get("more_body", False):
-                break
-        if got != length:
-            raise Refusal(400, refusal("Parse error: the body is not Content-Length bytes",
-                                       PARSE_ERROR), close=True)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-    def _authenticated(self, req):
-        """On a worker thread: the caller, before a large body is read."""
-        try:
-            with self.auth.borrow() as store:
-                return self._authenticate(req, store)
-        except ToolError as exc:
-            raise self._unavailable(req, exc)
-
-    def _unavailable(self, req, exc):
-        """503 for a request the store could not serve (down, busy): never a dropped
-        connection; the JSON-RPC error says to retry."""
-        quiet.info("503", "503 for %s: the store failed while checking the request (%s)",
-                   req.client, exc.message)
-        return Refusal(503, refusal("Service Unavailable: the store could not be reached to "
-                                    "check this request (%s); retry shortly" % exc.code,
-                                    INTERNAL_ERROR, data={"retryable": True, "reason": exc.code}),
-                       [(b"Retry-After", b"%d" % RETRY_AFTER_S)])
-
-    def _message(self, req, body, parsed, principal, stream, watch):
-        """On a worker thread: the token, the message, its session, then its answer."""
-        session = None
-        try:
-            if parsed is None:
-                parsed = _parse(body)
-            message, problem = parsed
-            session_id = req.header(b"mcp-session-id")
-            try:
-                with self.auth.borrow() as store:
-                    if principal is None:
-                        principal = self._authenticate(req, store)
-                    if problem is not None:
-                        return Reply(400, refusal(problem, PARSE_ERROR))
-                    kind, error = classify(message)
-                    if error is not None:
-                        return Reply(400, error_response(id_if_any(message), error))
-                    if session_id is not None and not (kind == "request" and (
-                            message["method"] == "initialize"
-                            or self.protocol.modern_meta(message.get("params")) is not None)):
-                        session = self.sessions.find(store, session_id, principal)
-                        if session is None:
-                            raise Refusal(404, refusal("Session not found: it ended, or never "
-                                                       "was; send initialize for a new one"))
-            except ToolError as exc:
-                raise self._unavailable(req, exc)
-            if kind == "request":
-                return self._request(req, message, principal, session, stream, watch)
-            if kind == "notification":
-                return self._notification(message, session)
-            return self._response(message, session)
-        except Refusal as refused:
-            return refused.reply
-        except ToolError as exc:
-            return self._unavailable(req, exc).reply
-        finally:
-            if session is not None:
-                self.sessions.release(session)
-
-    def _notification(self, message, session):
-        """202 for any notification; a session's initialized and cancelled are acted on."""
-        if session is not None:
-            params = message.get("params")
-            params = params if isinstance(params, dict) else {}
-            if message["method"] == "notifications/initialized":
-                self.sessions.initialized(session)
-            elif message["method"] == "notifications/cancelled":
-                self.sessions.cancel(session, params)
-        return Reply(202)
-
-    def _response(self, message, session):
-        """A client's answer to our question (elicitation/create): 202."""
-        if session is None:
-            raise Refusal(400, refusal("Invalid Request: a response belongs to a session; this "
-                                       "POST names none"))
-        self.sessions.deliver(session, message)
-        return Reply(202)
-
-    def _request(self, req, message, principal, session, stream, watch):
-        """Route a request to its era's checks, then answer it (JSON, or a stream that asks)."""
-        protocol = self.protocol
-        modern = protocol.modern_meta(message.get("params")) is not None
-        new = None
-        if modern:
-            self._check_routing_headers(req, message)
-        elif message["method"] == "initialize":
-            session = new = self.sessions.new(principal)
-        elif session is not None:
-            self._check_session_version(req, message, session)
-        if session is None:
-            call = Call(message["id"])  # 2026-07-28: the request is all there is
-        else:
-            try:
-                call = session.begin(message)
-            except RpcError as exc:
-                return Reply(400, error_response(message["id"], exc))
-        if watch is not None:
-            watch.attach(call, session, modern)
-        ctx = Context(principal=principal, call=call, session=session,
-                      ask=lambda params: stream.ask(session, call, params),
-                      subscriptions=(SessionSubscriptions(self, session) if session is not None
-                                     else ListenStreams()))
-        try:
-            response = answer(protocol, message, ctx)
-        finally:
-            if session is not None:
-                session.end(call)
-        if isinstance(response, Listen):
-            return self._open_listen(principal, response)
-        if response is None:  # cancelled: no response for it
-            return Reply(200, None, streamed=True) if stream.started else Reply(202)
-        headers = []
-        if new is not None and "error" not in response:
-            self.sessions.open(new)
-            headers.append((b"Mcp-Session-Id", new.id.encode("ascii")))
-        if stream.started:
-            return Reply(200, response, streamed=True)
-        status = 200
-        if "error" in response and session is None:
-            status = ERROR_STATUS.get(response["error"]["code"], 200)
-        return Reply(status, response, headers)
-
-    def _check_session_version(self, req, message, session):
-        """2025-11-25 transports.mdx, "Protocol Version Header": 400 only for "an invalid or
-        unsupported MCP-Protocol-Version"; any handshake version this server speaks is served
-        in the session (the SDKs' servers do the same)."""
-        version = req.header(b"mcp-protocol-version")
-        if version is not None and version not in LEGACY_VERSIONS:
-            raise Refusal(400, refusal(
-                "Bad Request: MCP-Protocol-Version %.40s is not a version this session can "
-                "speak (%s; negotiated %s)" % (version, ", ".join(LEGACY_VERSIONS),
-                                               session.protocol_version),
-                request_id=message["id"]))
-
-    def _check_routing_headers(self, req, message):
-        """2026-07-28: MCP-Protocol-Version, Mcp-Method and Mcp-Name must match the body
-        (transports/streamable-http.mdx, "Server Validation")."""
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = self.protocol.modern_meta(params)
-        problems = []
-        version = req.header(b"mcp-protocol-version")
-        if version is None:
-            problems.append("the MCP-Protocol-Version header is missing")
-        elif version != meta.get(META_VERSION):
-            problems.append("MCP-Protocol-Version %.40s is not the body's %.40s"
-                            % (version, meta.get(META_VERSION)))
-        method_header = req.header(b"mcp-method")
-        if method_header is None:
-            problems.append("the Mcp-Method header is missing")
-        elif method_header != message["method"]:
-            problems.append("Mcp-Method %.60s is not the body's %.60s"
-                            % (method_header, message["method"]))
-        if message["method"] in ("tools/call", "resources/read", "prompts/get"):
-            name = req.header(b"mcp-name")
-            body_name = params.get("name", params.get("uri"))
-            if name is None:
-                problems.append("the Mcp-Name header is missing")
-            elif decode_name_header(name) != body_name:
-                problems.append("Mcp-Name %.60s is not the body's %.60s" % (name, body_name))
-        if problems:
-            raise Refusal(400, refusal("Header mismatch: %s" % "; ".join(problems),
-                                       HEADER_MISMATCH, message["id"]))
-
-    # -- notification streams --------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def sessions_store(self):
-        """A store connection for the sessions' writes (subscriptions)."""
-        with self.sessions.store() as store:
-            yield store
-
-    def _open_listen(self, principal, listen):
-        """2026-07-28 subscriptions/listen: its subscriber, watched from now on; the stream
-        (acknowledgement first) is the event loop's."""
-        subscriber = Subscriber(principal, None, token=True, tag=listen.request_id,
-                                list_changed=bool(listen.honored.get("resourcesListChanged")),
-                                limit=SUBSCRIPTIONS_MAX)
-        for uri in listen.honored.get("resourceSubscriptions", ()):
-            subscriber.add(uri)
-        return Reply(200, stream=(subscriber, listen.acknowledgement(), listen.ended()))
-
-    def _open_get(self, req):
-        """On a worker thread: GET with a handshake session's ID opens its notification stream
-        (2025-11-25 transports.mdx, "Listening for Messages from the Server"); one a session."""
-        session_id = req.header(b"mcp-session-id")
-        allow = [(b"Allow", b"GET, POST, DELETE, OPTIONS")]
-        try:
-            with self.auth.borrow() as store:
-                principal = self._authenticate(req, store)
-                if session_id is None:
-                    raise Refusal(405, refusal("Method not allowed: GET opens the event stream "
-                                               "of a session, and this request names none "
-                                               "(Mcp-Session-Id); 2026-07-28 clients listen "
-                                               "with subscriptions/listen"), allow)
-                if "text/event-stream" not in (req.header(b"accept") or ""):
-                    raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
-                                               "stream; send Accept: text/event-stream"))
-                row = store.session_find(session_id, principal.name,
-                                         idle_s=self.settings.session_timeout)
-            if row is None:
-                raise Refusal(404, refusal("Session not found: it ended, or never was; send "
-                                           "initialize for a new one"))
-        except Refusal as refused:
-            return refused.reply
-        except ToolError as exc:
-            return self._unavailable(req, exc).reply
-        if session_id in self._get_streams:
-            return Reply(409, refusal("Conflict: this session's event stream is already open; "
-                                      "a session has one"))
-
-        def source(watcher_store):
-            return watcher_store.session_subscriptions(session_id)
-
-        subscriber = Subscriber(principal, None, token=True, list_changed=True, source=source)
-        subscriber.session_id = session_id
-        return Reply(200, stream=(subscriber, None, None))
-
-    async def _stream(self, req, receive, send, reply):
-        """Hold a notification stream open: its first message, then what the watcher hands
-        the subscriber, keep-alive comments between; until the client goes (a listen is then
-        cancelled: no response) or the server ends it (a listen's result, then the end)."""
-        subscriber, first, last = reply.stream
-        loop = asyncio.get_running_loop()
-        inbox = asyncio.Queue()
-        waiting = [0]
-
-        def put(message):
-            waiting[0] += 1
-            inbox.put_nowait(message)
-
-        def deliver(message):  # on the watcher's thread
-            if subscriber.closed.is_set() or waiting[0] >= STREAM_BACKLOG:
-                return False
-            try:
-                loop.call_soon_threadsafe(put, message)
-            except RuntimeError:  # the loop closed
-                return False
-            return True
-
-        subscriber.deliver = deliver
-        session_id = getattr(subscriber, "session_id", None)
-        if session_id is not None:
-            if session_id in self._get_streams:
-                await self._send(send, req, Reply(409, refusal(
-                    "Conflict: this session's event stream is already open; a session has one")))
-                return
-            self._get_streams.add(session_id)
-        try:
-            try:
-                await self.threads.run(loop, self.hub.add, subscriber)
-            except TooMany as exc:
-                request_id = last["id"] if last is not None else None
-                await self._send(send, req, Reply(429, refusal(
-                    "Subscription limit reached: %s" % exc, INTERNAL_ERROR, request_id,
-                    {"reason": "subscription_limit"}), [(b"Retry-After", b"%d" % RETRY_AFTER_S)]))
-                return
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": SSE_HEADERS + self._cors(req)})
-            if first is not None:
-                await send({"type": "http.response.body", "body": event(first),
-                            "more_body": True})
-            else:  # tells the client at once that the stream is open
-                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
-            gone = asyncio.ensure_future(_disconnected(receive))
-            closed = loop.create_future()
-            subscriber.on_close = lambda: loop.call_soon_threadsafe(_settle, closed, None, None)
-            if subscriber.closed.is_set():
-                _settle(closed, None, None)
-            try:
-                while True:
-                    getter = asyncio.ensure_future(inbox.get())
-                    done, _ = await asyncio.wait([getter, gone, closed],
-                                                 timeout=self.settings.keepalive,
-                                                 return_when=asyncio.FIRST_COMPLETED)
-                    if getter in done:
-                        waiting[0] -= 1
-                        await send({"type": "http.response.body", "body": event(getter.result()),
-                                    "more_body": True})
-                        continue
-                    getter.cancel()
-                    if gone in done:
-                        return  # the client went away: a listen is cancelled, no response
-                    if closed in done:
-                        await send({"type": "http.response.body", "more_body": False,
-                                    "body": event(last) if last is not None else b""})
-                        return
-                    await send({"type": "http.response.body", "body": KEEPALIVE,
-                                "more_body": True})
-            except OSError:
-                return  # the connection broke while we wrote
-            finally:
-                gone.cancel()
-        finally:
-            self.hub.remove(subscriber)
-            if session_id is not None:
-                self._get_streams.discard(session_id)
-
-    # -- DELETE --------------------------------------------------------------------------------
-
-    def _delete(self, req):
-        """On a worker thread: the caller's session named by Mcp-Session-Id ends; 204."""
-        session_id = req.header(b"mcp-session-id")
-        session = None
-        try:
-            with self.auth.borrow() as store:
-                principal = self._authenticate(req, store)
-                if session_id is None:
-                    raise Refusal(405, refusal("Method not allowed: DELETE ends a session; this "
-                                               "request names none"),
-                                  [(b"Allow", b"POST, DELETE, OPTIONS")])
-                session = self.sessions.find(store, session_id, principal)
-            if session is None:
-                raise Refusal(404, refusal("Session not found: it ended, or never was"))
-            self.sessions.end(session)
-            log.info("session %s ended by its client", session_id)
-            return Reply(204)
-        except Refusal as refused:
-            return refused.reply
-        except ToolError as exc:
-            return self._unavailable(req, exc).reply
-        finally:
-            if session is not None:
-                self.sessions.release(session)

@@ -1,12 +1,25 @@
-"""One POST: the body parsed, whether it may wait, and the client watched while it is served."""
+"""One POST as one object, as uvicorn's request cycle is: its headers checked, its body read,
+then on one worker thread the token, the message, its session and its answer.
 
+A small body is read before the token is checked and parsed on the event loop, so a request
+costs one thread hop; the client is watched while a request that may wait is served.
+"""
+
+import asyncio
 import base64
 import json
 import logging
 import threading
 
+from ...errors import ToolError
 from ..jsonrpc import (HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-                       MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION)
+                       MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION, RpcError, classify,
+                       error_response, id_if_any)
+from ..protocol import LEGACY_VERSIONS, META_VERSION, Context, Listen, answer
+from ..session import Call
+from .request import Refusal, Reply, refusal, unavailable
+from .sessions import SessionSubscriptions
+from .streams import ListenStreams, Stream
 
 # Bodies up to this size are read before the token is checked and decoded on the event loop
 # (microseconds), so a request costs one thread hop; a larger one is let in only with a valid
@@ -17,7 +30,6 @@ SMALL_BODY = 64 * 1024
 ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
                 HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
                 METHOD_NOT_FOUND: 404}
-
 
 log = logging.getLogger(__name__)
 
@@ -98,3 +110,217 @@ class Watch:
                      "was asked; the question ends unanswered", self._session.id,
                      self._call.request_id)
 
+
+class Exchange:
+    """One POST: a JSON-RPC message in, a JSON body or an event stream out."""
+
+    def __init__(self, app, req, receive, send):
+        self.app = app
+        self.req = req
+        self.receive = receive
+        self.send = send
+
+    async def run(self):
+        """The reply, or None when the client went away or a stream was held open."""
+        req, app = self.req, self.app
+        content_type = (req.header(b"content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            raise Refusal(415, refusal("Unsupported Media Type: send Content-Type: "
+                                       "application/json"))
+        length = req.headers.get(b"content-length")
+        if length is None:
+            raise Refusal(411, refusal("Length Required: send Content-Length"))
+        if not length.isdigit() or len(length) > 20:  # bytes: ASCII digits only
+            raise Refusal(400, refusal("Bad Request: Content-Length is not a number"), close=True)
+        length = int(length)
+        if length > app.settings.max_body:
+            raise Refusal(413, refusal("Payload Too Large: at most %d bytes a request"
+                                       % app.settings.max_body), close=True)
+        principal = None
+        if length > SMALL_BODY:
+            principal = await app.on_thread(req, app.auth.authenticated, req)
+        body = await self._body(length)
+        if body is None:
+            return None  # the client went away
+        parsed = _parse(body) if length <= SMALL_BODY else None
+        watch = watcher = None
+        if parsed is None or _may_wait(parsed[0]):
+            watch = Watch()
+            watcher = asyncio.ensure_future(_watch(self.receive, watch))
+        stream = Stream(asyncio.get_running_loop(), self.send, app.guards.cors(req))
+        try:
+            reply = await app.on_thread(req, self._message, body, parsed, principal, stream,
+                                        watch)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+        if reply is not None and reply.stream is not None:
+            await app.streams.hold(req, self.receive, self.send, reply)
+            return None
+        return reply
+
+    async def _body(self, length):
+        """The body's bytes, whole; None when the client went away first."""
+        chunks = []
+        got = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            if chunk:
+                chunks.append(chunk)
+                got += len(chunk)
+            if not message.get("more_body", False):
+                break
+        if got != length:
+            raise Refusal(400, refusal("Parse error: the body is not Content-Length bytes",
+                                       PARSE_ERROR), close=True)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _message(self, body, parsed, principal, stream, watch):
+        """On a worker thread: the token, the message, its session, then its answer."""
+        req, app = self.req, self.app
+        session = None
+        try:
+            if parsed is None:
+                parsed = _parse(body)
+            message, problem = parsed
+            session_id = req.header(b"mcp-session-id")
+            try:
+                with app.auth.borrow() as store:
+                    if principal is None:
+                        principal = app.auth.authenticate(req, store)
+                    if problem is not None:
+                        return Reply(400, refusal(problem, PARSE_ERROR))
+                    kind, error = classify(message)
+                    if error is not None:
+                        return Reply(400, error_response(id_if_any(message), error))
+                    if session_id is not None and not (kind == "request" and (
+                            message["method"] == "initialize"
+                            or app.protocol.modern_meta(message.get("params")) is not None)):
+                        session = app.sessions.find(store, session_id, principal)
+                        if session is None:
+                            raise Refusal(404, refusal("Session not found: it ended, or never "
+                                                       "was; send initialize for a new one"))
+            except ToolError as exc:
+                raise unavailable(req, exc)
+            if kind == "request":
+                return self._request(message, principal, session, stream, watch)
+            if kind == "notification":
+                return self._notification(message, session)
+            return self._response(message, session)
+        except Refusal as refused:
+            return refused.reply
+        except ToolError as exc:
+            return unavailable(req, exc).reply
+        finally:
+            if session is not None:
+                app.sessions.release(session)
+
+    def _notification(self, message, session):
+        """202 for any notification; a session's initialized and cancelled are acted on."""
+        if session is not None:
+            params = message.get("params")
+            params = params if isinstance(params, dict) else {}
+            if message["method"] == "notifications/initialized":
+                self.app.sessions.initialized(session)
+            elif message["method"] == "notifications/cancelled":
+                self.app.sessions.cancel(session, params)
+        return Reply(202)
+
+    def _response(self, message, session):
+        """A client's answer to our question (elicitation/create): 202."""
+        if session is None:
+            raise Refusal(400, refusal("Invalid Request: a response belongs to a session; this "
+                                       "POST names none"))
+        self.app.sessions.deliver(session, message)
+        return Reply(202)
+
+    def _request(self, message, principal, session, stream, watch):
+        """Route a request to its era's checks, then answer it (JSON, or a stream that asks)."""
+        app = self.app
+        protocol = app.protocol
+        modern = protocol.modern_meta(message.get("params")) is not None
+        new = None
+        if modern:
+            self._check_routing_headers(message)
+        elif message["method"] == "initialize":
+            session = new = app.sessions.new(principal)
+        elif session is not None:
+            self._check_session_version(message, session)
+        if session is None:
+            call = Call(message["id"])  # 2026-07-28: the request is all there is
+        else:
+            try:
+                call = session.begin(message)
+            except RpcError as exc:
+                return Reply(400, error_response(message["id"], exc))
+        if watch is not None:
+            watch.attach(call, session, modern)
+        ctx = Context(principal=principal, call=call, session=session,
+                      ask=lambda params: stream.ask(session, call, params),
+                      subscriptions=(SessionSubscriptions(app.sessions, session,
+                                                         app.settings.subscriptions_per_token)
+                                     if session is not None else ListenStreams()))
+        try:
+            response = answer(protocol, message, ctx)
+        finally:
+            if session is not None:
+                session.end(call)
+        if isinstance(response, Listen):
+            return app.streams.open_listen(principal, response)
+        if response is None:  # cancelled: no response for it
+            return Reply(200, None, streamed=True) if stream.started else Reply(202)
+        headers = []
+        if new is not None and "error" not in response:
+            app.sessions.open(new)
+            headers.append((b"Mcp-Session-Id", new.id.encode("ascii")))
+        if stream.started:
+            return Reply(200, response, streamed=True)
+        status = 200
+        if "error" in response and session is None:
+            status = ERROR_STATUS.get(response["error"]["code"], 200)
+        return Reply(status, response, headers)
+
+    def _check_session_version(self, message, session):
+        """2025-11-25 transports.mdx, "Protocol Version Header": 400 only for "an invalid or
+        unsupported MCP-Protocol-Version"; any handshake version this server speaks is served
+        in the session (the SDKs' servers do the same)."""
+        version = self.req.header(b"mcp-protocol-version")
+        if version is not None and version not in LEGACY_VERSIONS:
+            raise Refusal(400, refusal(
+                "Bad Request: MCP-Protocol-Version %.40s is not a version this session can "
+                "speak (%s; negotiated %s)" % (version, ", ".join(LEGACY_VERSIONS),
+                                               session.protocol_version),
+                request_id=message["id"]))
+
+    def _check_routing_headers(self, message):
+        """2026-07-28: MCP-Protocol-Version, Mcp-Method and Mcp-Name must match the body
+        (transports/streamable-http.mdx, "Server Validation")."""
+        req = self.req
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        meta = self.app.protocol.modern_meta(params)
+        problems = []
+        version = req.header(b"mcp-protocol-version")
+        if version is None:
+            problems.append("the MCP-Protocol-Version header is missing")
+        elif version != meta.get(META_VERSION):
+            problems.append("MCP-Protocol-Version %.40s is not the body's %.40s"
+                            % (version, meta.get(META_VERSION)))
+        method_header = req.header(b"mcp-method")
+        if method_header is None:
+            problems.append("the Mcp-Method header is missing")
+        elif method_header != message["method"]:
+            problems.append("Mcp-Method %.60s is not the body's %.60s"
+                            % (method_header, message["method"]))
+        if message["method"] in ("tools/call", "resources/read", "prompts/get"):
+            name = req.header(b"mcp-name")
+            body_name = params.get("name", params.get("uri"))
+            if name is None:
+                problems.append("the Mcp-Name header is missing")
+            elif decode_name_header(name) != body_name:
+                problems.append("Mcp-Name %.60s is not the body's %.60s" % (name, body_name))
+        if problems:
+            raise Refusal(400, refusal("Header mismatch: %s" % "; ".join(problems),
+                                       HEADER_MISMATCH, message["id"]))

@@ -1,7 +1,20 @@
 """One HTTP request's scope, its headers read once, and what answers it: a ``Reply``, or a
 ``Refusal`` raised with one."""
 
-from ..jsonrpc import INVALID_REQUEST, RpcError, error_response
+import logging
+
+from ..jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError, error_response
+from ..throttle import Throttle
+
+MCP_PATH = "/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource" + MCP_PATH
+
+# A refusal that asks the client to come back says when.
+RETRY_AFTER_S = 1
+
+log = logging.getLogger(__name__)
+
+quiet = Throttle(log)
 
 
 class Refusal(Exception):
@@ -33,6 +46,17 @@ class Reply:
 def refusal(message, code=INVALID_REQUEST, request_id=None, data=None):
     """The JSON-RPC error body of a refused request: clients read the reason there."""
     return error_response(request_id, RpcError(code, message, data))
+
+
+def unavailable(req, exc):
+    """503 for a request the store could not serve (down, busy): never a dropped connection;
+    the JSON-RPC error says to retry."""
+    quiet.info("503", "503 for %s: the store failed while checking the request (%s)",
+               req.client, exc.message)
+    return Refusal(503, refusal("Service Unavailable: the store could not be reached to "
+                                "check this request (%s); retry shortly" % exc.code,
+                                INTERNAL_ERROR, data={"retryable": True, "reason": exc.code}),
+                   [(b"Retry-After", b"%d" % RETRY_AFTER_S)])
 
 
 class Request:

@@ -22,6 +22,7 @@ from ..jsonrpc import id_key, is_request_id
 from ..pool import Connections
 from ..session import Session
 from ..subscriptions import TooMany
+from .request import Refusal, Reply, refusal, unavailable
 
 # A session ends after this long without a request (2025-11-25 transports.mdx, "Session
 # Management" 3: the server may end one at any time; the client's next request hears 404 and
@@ -269,22 +270,48 @@ class SessionSubscriptions:
     """A handshake session's resources/subscribe URIs, kept in the store with the session, so
     that whichever process holds its GET stream notifies them."""
 
-    def __init__(self, app, session):
-        self.app = app
+    def __init__(self, sessions, session, per_token):
+        self.sessions = sessions
         self.session = session
+        self.per_token = per_token
 
     def add(self, uri):
         """Subscribe the session to ``uri``; TooMany past its token's bound."""
-        with self.app.sessions_store() as store:
+        with self.sessions.store() as store:
             done = store.session_subscribe(self.session.id, self.session.principal.name, uri,
-                                           per_token=self.app.settings.subscriptions_per_token)
+                                           per_token=self.per_token)
         if done is False:
             raise TooMany("the sessions of token %s subscribe to %d URIs, the bound; "
                           "unsubscribe some first" % (self.session.principal.name,
-                                                      self.app.settings.subscriptions_per_token))
+                                                      self.per_token))
 
     def remove(self, uri):
         """Forget the session's subscription to ``uri``."""
-        with self.app.sessions_store() as store:
+        with self.sessions.store() as store:
             store.session_unsubscribe(self.session.id, uri)
 
+
+def delete(app, req):
+    """On a worker thread: DELETE ends the caller's session named by Mcp-Session-Id; 204."""
+    session_id = req.header(b"mcp-session-id")
+    session = None
+    try:
+        with app.auth.borrow() as store:
+            principal = app.auth.authenticate(req, store)
+            if session_id is None:
+                raise Refusal(405, refusal("Method not allowed: DELETE ends a session; this "
+                                           "request names none"),
+                              [(b"Allow", b"POST, DELETE, OPTIONS")])
+            session = app.sessions.find(store, session_id, principal)
+        if session is None:
+            raise Refusal(404, refusal("Session not found: it ended, or never was"))
+        app.sessions.end(session)
+        log.info("session %s ended by its client", session_id)
+        return Reply(204)
+    except Refusal as refused:
+        return refused.reply
+    except ToolError as exc:
+        return unavailable(req, exc).reply
+    finally:
+        if session is not None:
+            app.sessions.release(session)

@@ -3,8 +3,13 @@ and the notification streams held open (a session's GET, a 2026-07-28 listen).""
 
 import asyncio
 
-from ..jsonrpc import METHOD_NOT_FOUND, RpcError, encode
+from ...errors import ToolError
+from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, encode
 from ..session import Cancelled
+from ..protocol import SUBSCRIPTIONS_MAX
+from ..subscriptions import Subscriber, TooMany
+from .request import RETRY_AFTER_S, Refusal, Reply, refusal, unavailable
+from .threads import settle
 
 # A worker thread writing to a stream gives up on the event loop after this long.
 SEND_TIMEOUT_S = 30.0
@@ -87,3 +92,140 @@ class ListenStreams:
 
     remove = add
 
+
+
+class NotificationStreams:
+    """The notification streams this process holds open: a handshake session's GET (one a
+    session) and 2026-07-28 listens, each a subscriber of the hub."""
+
+    def __init__(self, app):
+        self.app = app
+        self._gets = set()  # sessions whose GET stream this process holds
+
+    def open_listen(self, principal, listen):
+        """2026-07-28 subscriptions/listen: its subscriber, watched from now on; the stream
+        (acknowledgement first) is the event loop's."""
+        subscriber = Subscriber(principal, None, token=True, tag=listen.request_id,
+                                list_changed=bool(listen.honored.get("resourcesListChanged")),
+                                limit=SUBSCRIPTIONS_MAX)
+        for uri in listen.honored.get("resourceSubscriptions", ()):
+            subscriber.add(uri)
+        return Reply(200, stream=(subscriber, listen.acknowledgement(), listen.ended()))
+
+    def open_get(self, req):
+        """On a worker thread: GET with a handshake session's ID opens its notification stream
+        (2025-11-25 transports.mdx, "Listening for Messages from the Server"); one a session."""
+        app = self.app
+        session_id = req.header(b"mcp-session-id")
+        allow = [(b"Allow", b"GET, POST, DELETE, OPTIONS")]
+        try:
+            with app.auth.borrow() as store:
+                principal = app.auth.authenticate(req, store)
+                if session_id is None:
+                    raise Refusal(405, refusal("Method not allowed: GET opens the event stream "
+                                               "of a session, and this request names none "
+                                               "(Mcp-Session-Id); 2026-07-28 clients listen "
+                                               "with subscriptions/listen"), allow)
+                if "text/event-stream" not in (req.header(b"accept") or ""):
+                    raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
+                                               "stream; send Accept: text/event-stream"))
+                row = store.session_find(session_id, principal.name,
+                                         idle_s=app.settings.session_timeout)
+            if row is None:
+                raise Refusal(404, refusal("Session not found: it ended, or never was; send "
+                                           "initialize for a new one"))
+        except Refusal as refused:
+            return refused.reply
+        except ToolError as exc:
+            return unavailable(req, exc).reply
+        if session_id in self._gets:
+            return Reply(409, refusal("Conflict: this session's event stream is already open; "
+                                      "a session has one"))
+
+        def source(watcher_store):
+            return watcher_store.session_subscriptions(session_id)
+
+        subscriber = Subscriber(principal, None, token=True, list_changed=True, source=source)
+        subscriber.session_id = session_id
+        return Reply(200, stream=(subscriber, None, None))
+
+    async def hold(self, req, receive, send, reply):
+        """Hold a notification stream open: its first message, then what the watcher hands
+        the subscriber, keep-alive comments between; until the client goes (a listen is then
+        cancelled: no response) or the server ends it (a listen's result, then the end)."""
+        app = self.app
+        subscriber, first, last = reply.stream
+        loop = asyncio.get_running_loop()
+        inbox = asyncio.Queue()
+        waiting = [0]
+
+        def put(message):
+            waiting[0] += 1
+            inbox.put_nowait(message)
+
+        def deliver(message):  # on the watcher's thread
+            if subscriber.closed.is_set() or waiting[0] >= STREAM_BACKLOG:
+                return False
+            try:
+                loop.call_soon_threadsafe(put, message)
+            except RuntimeError:  # the loop closed
+                return False
+            return True
+
+        subscriber.deliver = deliver
+        session_id = getattr(subscriber, "session_id", None)
+        if session_id is not None:
+            if session_id in self._gets:
+                await app.send(send, req, Reply(409, refusal(
+                    "Conflict: this session's event stream is already open; a session has one")))
+                return
+            self._gets.add(session_id)
+        try:
+            try:
+                await app.threads.run(loop, app.hub.add, subscriber)
+            except TooMany as exc:
+                request_id = last["id"] if last is not None else None
+                await app.send(send, req, Reply(429, refusal(
+                    "Subscription limit reached: %s" % exc, INTERNAL_ERROR, request_id,
+                    {"reason": "subscription_limit"}), [(b"Retry-After", b"%d" % RETRY_AFTER_S)]))
+                return
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": SSE_HEADERS + app.guards.cors(req)})
+            if first is not None:
+                await send({"type": "http.response.body", "body": event(first),
+                            "more_body": True})
+            else:  # tells the client at once that the stream is open
+                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+            gone = asyncio.ensure_future(_disconnected(receive))
+            closed = loop.create_future()
+            subscriber.on_close = lambda: loop.call_soon_threadsafe(settle, closed, None, None)
+            if subscriber.closed.is_set():
+                settle(closed, None, None)
+            try:
+                while True:
+                    getter = asyncio.ensure_future(inbox.get())
+                    done, _ = await asyncio.wait([getter, gone, closed],
+                                                 timeout=app.settings.keepalive,
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                    if getter in done:
+                        waiting[0] -= 1
+                        await send({"type": "http.response.body", "body": event(getter.result()),
+                                    "more_body": True})
+                        continue
+                    getter.cancel()
+                    if gone in done:
+                        return  # the client went away: a listen is cancelled, no response
+                    if closed in done:
+                        await send({"type": "http.response.body", "more_body": False,
+                                    "body": event(last) if last is not None else b""})
+                        return
+                    await send({"type": "http.response.body", "body": KEEPALIVE,
+                                "more_body": True})
+            except OSError:
+                return  # the connection broke while we wrote
+            finally:
+                gone.cancel()
+        finally:
+            app.hub.remove(subscriber)
+            if session_id is not None:
+                self._gets.discard(session_id)

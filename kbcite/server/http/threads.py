@@ -46,7 +46,7 @@ class Threads:
             except BaseException as exc:  # handed to the awaiting task, which raises it
                 result, error = None, exc
             try:
-                loop.call_soon_threadsafe(_settle, future, result, error)
+                loop.call_soon_threadsafe(settle, future, result, error)
             except RuntimeError:
                 pass  # the loop closed: nobody waits any more
             del loop, future, fn, args, result, error
@@ -59,7 +59,8 @@ class Threads:
                 self._work.put(None)
 
 
-def _settle(future, result, error):
+def settle(future, result, error):
+    """Hand a thread's result (or error) to the future awaiting it, unless cancelled."""
     if future.cancelled():
         return
     if error is not None:
