@@ -154,6 +154,34 @@ def test_routing_headers_must_match_the_body(served, server):
     assert status == 200
 
 
+def test_a_routing_header_sent_twice_is_refused_whichever_copy_comes_last(served, server):
+    """A reader of the first copy and one of the last would route the request differently
+    (streamable-http.mdx, "Server Validation": a malformed header is a mismatch)."""
+    s = server()
+    params = {"name": "search_knowledge_base",
+              "arguments": {"knowledge_base_id": "support", "query": "password"},
+              "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                        "io.modelcontextprotocol/clientCapabilities": {}}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params})
+    for copies in (("tools/list", "tools/call"), ("tools/call", "tools/list"),
+                   ("tools/call", "tools/call")):
+        conn = http.client.HTTPConnection(s.host, s.port, timeout=TIMEOUT)
+        conn.putrequest("POST", "/mcp")
+        for name, value in [("Content-Type", "application/json"),
+                            ("Authorization", "Bearer " + served.allow),
+                            ("MCP-Protocol-Version", MODERN), ("Mcp-Name", params["name"]),
+                            ("Content-Length", str(len(body)))]:
+            conn.putheader(name, value)
+        for value in copies:
+            conn.putheader("Mcp-Method", value)
+        conn.endheaders(body.encode("utf-8"))
+        response = conn.getresponse()
+        reply = json.loads(response.read())
+        conn.close()
+        assert response.status == 400 and reply["error"]["code"] == -32020, copies
+        assert "Mcp-Method header is sent more than once" in reply["error"]["message"]
+
+
 def test_modern_errors_have_their_http_statuses(served, server):
     """streamable-http.mdx, "Request Metadata": unknown method 404; versions 400 -32022."""
     s = server()

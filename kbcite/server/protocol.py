@@ -1,7 +1,8 @@
 """The protocol, with no I/O: each request judged by its era and method, and answered.
 
 The era is an ``initialize`` handshake and its session (2025-11-25 and earlier), or the
-2026-07-28 ``_meta`` of that very request, nothing inferred from earlier ones. The method
+2026-07-28 ``_meta`` of that very request, nothing inferred from earlier ones; ``inbound``
+decides it once, in the request's route, and the protocol takes it from there. The method
 tables say what each era serves; the caller's grants and write mode (its token's, or the
 command line's) say what it may do. Transports hand messages in and send back what comes out.
 """
@@ -10,37 +11,20 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from .. import __version__
 from ..errors import ToolError
 from ..tools import TOOLS
 from . import resources
 from .subscriptions import TooMany
 from .approval import Approvals, client_supports_form_elicitation
+from .inbound import (LATEST_LEGACY, LEGACY_VERSIONS, META_CAPABILITIES, META_SERVER,
+                      META_SUBSCRIPTION, META_VERSION, MODERN_VERSIONS, SERVER_NAME,
+                      SERVER_VERSION, SUPPORTED_VERSIONS)
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
                       UNSUPPORTED_VERSION, RpcError, error_response, result_response,
                       tool_error, tool_result)
 from .session import Call, Cancelled, Session
 
-SERVER_NAME = "kb-server"
-SERVER_VERSION = __version__
-
-# Protocol revisions. Handshake (legacy) versions, newest first: a client asking initialize for
-# a version we do not speak is answered with the first. The modern one is per request.
-LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-MODERN_VERSIONS = ("2026-07-28",)
-SUPPORTED_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
-LATEST_LEGACY = LEGACY_VERSIONS[0]
-
-# The 2026-07-28 per-request _meta keys (basic/index.mdx, "Per-request protocol fields").
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_SERVER = "io.modelcontextprotocol/serverInfo"
-META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
-
 EDIT_TOOL = "edit_knowledge_article"
-
-# Methods that read the store: a transport runs them where waiting for it holds up nothing.
-STORE_METHODS = ("tools/call", "resources/list", "resources/read", "completion/complete")
 
 # RFC 5424's levels, as logging/setLevel names them (server/utilities/logging.mdx), least
 # severe first.
@@ -151,37 +135,6 @@ class Protocol:
                                               "resources/unsubscribe": self._unsubscribe,
                                               "logging/setLevel": self._set_level})
 
-    # -- routing ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def modern_meta(params):
-        """The 2026-07-28 ``_meta`` of a request's params, or None if it has none."""
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and META_VERSION in meta:
-            return meta
-        return None
-
-    def era_of(self, method, params, session):
-        """``"modern"``, ``"legacy"``, or raise: how to serve this request (versioning.mdx,
-        "Backward Compatibility with Initialization-Based Versions").
-
-        The request's own ``_meta`` decides first: "a request carrying modern per-request
-        ``_meta`` is served statelessly", an ``initialize`` included, which 2026-07-28 does not
-        serve (-32601, as for ``ping``).
-        """
-        if self.modern_meta(params) is not None:
-            return "modern"
-        if method == "initialize":
-            return "legacy"
-        if session is not None and session.protocol_version is not None:
-            return "legacy"
-        if method == "ping":
-            return "legacy"  # answered before initialize, as 2025-11-25 allows
-        raise RpcError(INVALID_PARAMS, "Invalid params: this request carries no _meta "
-                       "(%s, %s) and no initialized session: send initialize first "
-                       "(2025-11-25), or put the protocol version and client capabilities in "
-                       "params._meta (2026-07-28)" % (META_VERSION, META_CAPABILITIES))
-
     def handle(self, message, ctx):
         """The result of one request; raises RpcError for a JSON-RPC error, Cancelled if the
         client cancelled it."""
@@ -191,9 +144,8 @@ class Protocol:
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-        if self.era_of(method, params, ctx.session) == "modern":
-            ctx.modern = True
-            ctx.meta = self.check_meta(params["_meta"])
+        if ctx.modern:  # the route said so (inbound): decided once, not again here
+            ctx.meta = self.check_meta(ctx.meta)
             handler = self.modern_methods.get(method)
             if handler is None:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s (2026-07-28 serves "
@@ -204,15 +156,20 @@ class Protocol:
             result.setdefault("resultType", "complete")
             result["_meta"] = {META_SERVER: self.server_info}
             return result
+        # A request without 2026-07-28 _meta is served in a handshake session (versioning.mdx,
+        # "Backward Compatibility with Initialization-Based Versions"): initialize makes one,
+        # and ping is answered before it, as 2025-11-25 allows.
+        session = ctx.session
+        if method not in ("initialize", "ping") and (session is None
+                                                     or session.protocol_version is None):
+            raise RpcError(INVALID_PARAMS, "Invalid params: this request carries no _meta "
+                           "(%s, %s) and no initialized session: send initialize first "
+                           "(2025-11-25), or put the protocol version and client capabilities in "
+                           "params._meta (2026-07-28)" % (META_VERSION, META_CAPABILITIES))
         handler = self.legacy_methods.get(method)
         if handler is None:
             # At once, for any method: a client probing falls back instead of timing out.
             raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s" % method)
-        session = ctx.session
-        if method not in ("initialize", "ping") and (session is None
-                                                     or session.protocol_version is None):
-            raise RpcError(INVALID_REQUEST, "Invalid Request: the session is not initialized; "
-                           "send initialize first")
         return handler(params, ctx)
 
     @staticmethod

@@ -9,10 +9,11 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from .jsonrpc import (INTERNAL_ERROR, PARSE_ERROR, RpcError, classify, encode, error_response,
-                      id_if_any, id_key, is_request_id)
+from .inbound import route
+from .jsonrpc import (INTERNAL_ERROR, PARSE_ERROR, RpcError, encode, error_response, id_if_any,
+                      id_key, is_request_id)
 from .pool import READERS
-from .protocol import EDIT_TOOL, STORE_METHODS, SUBSCRIPTIONS_MAX, Context, Listen, answer
+from .protocol import SUBSCRIPTIONS_MAX, Context, Listen, answer
 from .session import Cancelled, Session
 from .subscriptions import Hub, Subscriber, TooMany
 
@@ -83,17 +84,17 @@ class StdioTransport:
             # RecursionError: JSON nested deeper than the decoder goes is unparsable too.
             self.send(error_response(None, RpcError(PARSE_ERROR, "Parse error: %s" % exc)))
             return
-        kind, error = classify(message)
-        if error is not None:
-            self.send(error_response(id_if_any(message), error))
-        elif kind == "response":
+        routed = route(message)
+        if routed.kind is None:
+            self.send(error_response(id_if_any(message), routed.error))
+        elif routed.kind == "response":
             self._on_response(message)
-        elif kind == "notification":
+        elif routed.kind == "notification":
             self._on_notification(message)
         else:
-            self._on_request(message)
+            self._on_request(message, routed)
 
-    def _on_request(self, message):
+    def _on_request(self, message, routed):
         session = self.session
         try:
             call = session.begin(message)
@@ -102,11 +103,9 @@ class StdioTransport:
             return
         ctx = Context(principal=session.principal, call=call, session=session,
                       ask=lambda params: self._ask(call, params), subscriptions=self,
-                      notify=self.send)
-        if message["method"] in STORE_METHODS:
-            params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            (self.edits if name == EDIT_TOOL else self.reads).submit(self._work, message, ctx)
+                      notify=self.send, modern=routed.modern, meta=routed.meta or {})
+        if routed.needs_store:
+            (self.edits if routed.may_wait else self.reads).submit(self._work, message, ctx)
         else:
             # Everything else touches no store and never waits: answered at once, in order,
             # whatever the workers are waiting for.

@@ -6,16 +6,14 @@ costs one thread hop; the client is watched while a request that may wait is ser
 """
 
 import asyncio
-import base64
 import json
 import logging
 import threading
 
 from ...errors import ToolError
-from ..jsonrpc import (HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-                       MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION, RpcError, classify,
-                       error_response, id_if_any)
-from ..protocol import LEGACY_VERSIONS, META_VERSION, Context, Listen, answer
+from ..inbound import ERROR_STATUS, route, session_version_error
+from ..jsonrpc import PARSE_ERROR, RpcError, error_response, id_if_any
+from ..protocol import Context, Listen, answer
 from ..session import Call
 from .request import Refusal, Reply, refusal, unavailable
 from .sessions import SessionSubscriptions
@@ -26,22 +24,7 @@ from .streams import ListenStreams, Stream
 # token, so an anonymous client cannot make the server hold many large bodies.
 SMALL_BODY = 64 * 1024
 
-# The HTTP status of each error on the 2026-07-28 path (transports/streamable-http.mdx).
-ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
-                HEADER_MISMATCH: 400, MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400,
-                METHOD_NOT_FOUND: 404}
-
 log = logging.getLogger(__name__)
-
-
-def decode_name_header(value):
-    """An ``Mcp-Name`` header's value, the ``=?base64?...?=`` sentinel form decoded."""
-    if value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return None
-    return value
 
 
 def _parse(body):
@@ -51,15 +34,6 @@ def _parse(body):
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # RecursionError: JSON nested deeper than the decoder goes is unparsable too.
         return None, "Parse error: %s" % exc
-
-
-def _may_wait(message):
-    """Whether a request may wait long (an edit: for a lock, or a person), so that a client
-    going away must be noticed while it is served."""
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
-        return False
-    params = message.get("params")
-    return isinstance(params, dict) and params.get("name") == "edit_knowledge_article"
 
 
 async def _watch(receive, watch):
@@ -142,9 +116,9 @@ class Exchange:
         body = await self._body(length)
         if body is None:
             return None  # the client went away
-        parsed = _parse(body) if length <= SMALL_BODY else None
+        parsed = self._route(_parse(body)) if length <= SMALL_BODY else None
         watch = watcher = None
-        if parsed is None or _may_wait(parsed[0]):
+        if parsed is None or (parsed[2] is not None and parsed[2].may_wait):
             watch = Watch()
             watcher = asyncio.ensure_future(_watch(self.receive, watch))
         stream = Stream(asyncio.get_running_loop(), self.send, app.guards.cors(req))
@@ -158,6 +132,13 @@ class Exchange:
             await app.streams.hold(req, self.receive, self.send, reply)
             return None
         return reply
+
+    def _route(self, parsed):
+        """``(message, parse error, Route)``: the message judged once, with this request's
+        headers (``inbound``)."""
+        message, problem = parsed
+        return message, problem, (route(message, self.req.scope["headers"]) if problem is None
+                                  else None)
 
     async def _body(self, length):
         """The body's bytes, whole; None when the client went away first."""
@@ -184,8 +165,8 @@ class Exchange:
         session = None
         try:
             if parsed is None:
-                parsed = _parse(body)
-            message, problem = parsed
+                parsed = self._route(_parse(body))
+            message, problem, routed = parsed
             session_id = req.header(b"mcp-session-id")
             try:
                 with app.auth.borrow() as store:
@@ -193,21 +174,18 @@ class Exchange:
                         principal = app.auth.authenticate(req, store)
                     if problem is not None:
                         return Reply(400, refusal(problem, PARSE_ERROR))
-                    kind, error = classify(message)
-                    if error is not None:
-                        return Reply(400, error_response(id_if_any(message), error))
-                    if session_id is not None and not (kind == "request" and (
-                            message["method"] == "initialize"
-                            or app.protocol.modern_meta(message.get("params")) is not None)):
+                    if routed.kind is None:
+                        return Reply(400, error_response(id_if_any(message), routed.error))
+                    if session_id is not None and not routed.sessionless:
                         session = app.sessions.find(store, session_id, principal)
                         if session is None:
                             raise Refusal(404, refusal("Session not found: it ended, or never "
                                                        "was; send initialize for a new one"))
             except ToolError as exc:
                 raise unavailable(req, exc)
-            if kind == "request":
-                return self._request(message, principal, session, stream, watch)
-            if kind == "notification":
+            if routed.kind == "request":
+                return self._request(message, routed, principal, session, stream, watch)
+            if routed.kind == "notification":
                 return self._notification(message, session)
             return self._response(message, session)
         except Refusal as refused:
@@ -237,18 +215,21 @@ class Exchange:
         self.app.sessions.deliver(session, message)
         return Reply(202)
 
-    def _request(self, message, principal, session, stream, watch):
+    def _request(self, message, routed, principal, session, stream, watch):
         """Route a request to its era's checks, then answer it (JSON, or a stream that asks)."""
         app = self.app
         protocol = app.protocol
-        modern = protocol.modern_meta(message.get("params")) is not None
+        modern = routed.modern
         new = None
-        if modern:
-            self._check_routing_headers(message)
-        elif message["method"] == "initialize":
+        if routed.error is not None:  # 2026-07-28 routing headers that do not match the body
+            return Reply(ERROR_STATUS[routed.error.code],
+                         error_response(message["id"], routed.error))
+        if routed.opens_session:
             session = new = app.sessions.new(principal)
         elif session is not None:
-            self._check_session_version(message, session)
+            error = session_version_error(routed, session.protocol_version)
+            if error is not None:
+                return Reply(400, error_response(message["id"], error))
         if session is None:
             call = Call(message["id"])  # 2026-07-28: the request is all there is
         else:
@@ -260,6 +241,7 @@ class Exchange:
             watch.attach(call, session, modern)
         ctx = Context(principal=principal, call=call, session=session,
                       ask=lambda params: stream.ask(session, call, params),
+                      modern=modern, meta=routed.meta or {},
                       subscriptions=(SessionSubscriptions(app.sessions, session,
                                                          app.settings.subscriptions_per_token)
                                      if session is not None else ListenStreams()))
@@ -282,45 +264,3 @@ class Exchange:
         if "error" in response and session is None:
             status = ERROR_STATUS.get(response["error"]["code"], 200)
         return Reply(status, response, headers)
-
-    def _check_session_version(self, message, session):
-        """2025-11-25 transports.mdx, "Protocol Version Header": 400 only for "an invalid or
-        unsupported MCP-Protocol-Version"; any handshake version this server speaks is served
-        in the session (the SDKs' servers do the same)."""
-        version = self.req.header(b"mcp-protocol-version")
-        if version is not None and version not in LEGACY_VERSIONS:
-            raise Refusal(400, refusal(
-                "Bad Request: MCP-Protocol-Version %.40s is not a version this session can "
-                "speak (%s; negotiated %s)" % (version, ", ".join(LEGACY_VERSIONS),
-                                               session.protocol_version),
-                request_id=message["id"]))
-
-    def _check_routing_headers(self, message):
-        """2026-07-28: MCP-Protocol-Version, Mcp-Method and Mcp-Name must match the body
-        (transports/streamable-http.mdx, "Server Validation")."""
-        req = self.req
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = self.app.protocol.modern_meta(params)
-        problems = []
-        version = req.header(b"mcp-protocol-version")
-        if version is None:
-            problems.append("the MCP-Protocol-Version header is missing")
-        elif version != meta.get(META_VERSION):
-            problems.append("MCP-Protocol-Version %.40s is not the body's %.40s"
-                            % (version, meta.get(META_VERSION)))
-        method_header = req.header(b"mcp-method")
-        if method_header is None:
-            problems.append("the Mcp-Method header is missing")
-        elif method_header != message["method"]:
-            problems.append("Mcp-Method %.60s is not the body's %.60s"
-                            % (method_header, message["method"]))
-        if message["method"] in ("tools/call", "resources/read", "prompts/get"):
-            name = req.header(b"mcp-name")
-            body_name = params.get("name", params.get("uri"))
-            if name is None:
-                problems.append("the Mcp-Name header is missing")
-            elif decode_name_header(name) != body_name:
-                problems.append("Mcp-Name %.60s is not the body's %.60s" % (name, body_name))
-        if problems:
-            raise Refusal(400, refusal("Header mismatch: %s" % "; ".join(problems),
-                                       HEADER_MISMATCH, message["id"]))
