@@ -21,9 +21,11 @@ from ..errors import ToolError
 from ..limits import ACTOR_MAX, SCHEMA_VERSION
 from ..store import KBStore
 from ..tokens import WRITE_MODES
-from .approval import APPROVAL_TTL_S, ApprovalSigner
+from .approval import APPROVAL_TTL_S
+from .dispatch import Dispatch
+from .inbound import SERVER_NAME
 from .pool import QUEUED_EDITS, READERS, StorePool
-from .protocol import SERVER_NAME, Principal, Protocol
+from .session import Principal
 from .stdio import StdioTransport
 
 # The HTTP defaults, as the help states them; the HTTP modules hold the values themselves
@@ -275,11 +277,11 @@ def main(argv=None):
         return serve_http(args, secret)
     pool = StorePool(args.db, readers=args.threads, writers=max(1, args.threads // 2),
                      queued_edits=args.queued_edits)
-    protocol = Protocol(pool, ApprovalSigner(secret, args.approval_ttl))
+    dispatch = Dispatch(pool, secret, args.approval_ttl)
     grants = list(dict.fromkeys(args.grant))
     out = claim_stdout()
     log.info("serving %s for %s, writes %s", args.db, ", ".join(grants), args.writes)
-    stdio = StdioTransport(protocol, Principal(args.actor, frozenset(grants), args.writes), out,
+    stdio = StdioTransport(dispatch, Principal(args.actor, frozenset(grants), args.writes), out,
                            args.threads)
     try:
         return stdio.serve(sys.stdin.buffer)

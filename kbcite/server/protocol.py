@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional
 from ..errors import ToolError
 from ..tools import TOOLS
 from . import resources
-from .subscriptions import TooMany
+from .subscriptions import SUBSCRIPTIONS_MAX, TooMany
 from .approval import Approvals, client_supports_form_elicitation
 from .inbound import (LATEST_LEGACY, LEGACY_VERSIONS, META_CAPABILITIES, META_SERVER,
                       META_SUBSCRIPTION, META_VERSION, MODERN_VERSIONS, SERVER_NAME,
@@ -22,17 +22,13 @@ from .inbound import (LATEST_LEGACY, LEGACY_VERSIONS, META_CAPABILITIES, META_SE
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
                       UNSUPPORTED_VERSION, RpcError, error_response, result_response,
                       tool_error, tool_result)
-from .session import Call, Cancelled, Session
+from .session import Call, Cancelled, Principal, Session
 
 EDIT_TOOL = "edit_knowledge_article"
 
 # RFC 5424's levels, as logging/setLevel names them (server/utilities/logging.mdx), least
 # severe first.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-# Subscribed URIs one client holds at once (a stdio client, a handshake session, a listen
-# stream): a client cannot make the watcher's work grow without bound.
-SUBSCRIPTIONS_MAX = 1000
 
 # 2026-07-28 list results say how long a client may cache them (server/utilities/caching.mdx).
 # The list depends on the caller's write mode: private to its authorisation, one minute.
@@ -53,15 +49,6 @@ INSTRUCTIONS = (
 )
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling and what they may do: a token's (HTTP) or the command line's (stdio)."""
-
-    name: str
-    grants: frozenset
-    writes: str
 
 
 class Listen:

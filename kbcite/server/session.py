@@ -22,6 +22,15 @@ ASK_TIMEOUT_S = 600
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling and what they may do: a token's (HTTP) or the command line's (stdio)."""
+
+    name: str
+    grants: frozenset
+    writes: str
+
+
 class Cancelled(Exception):
     """The client cancelled the request: no response is sent for it."""
 
@@ -91,21 +100,6 @@ class Session:
         """The call is answered (or cancelled): its ID is free again."""
         with self.lock:
             self.calls.pop(id_key(call.request_id), None)
-
-    def notify(self, message):
-        """Act on a client's notification on stdio: initialized, or cancelled; any other, and
-        one whose params are not an object, is ignored. (HTTP sessions act on theirs through
-        ``http_sessions``, which may have to reach another process.)"""
-        method, params = message["method"], message.get("params")
-        if params is not None and not isinstance(params, dict):
-            log.info("ignored %s with params that are not an object", method)
-            return
-        if method == "notifications/initialized":
-            self.initialized = True
-        elif method == "notifications/cancelled":
-            self.cancel(params or {})
-        else:
-            log.debug("ignored notification %s", method)
 
     def cancel(self, params):
         """Mark a request cancelled (notifications/cancelled); a question it waits on ends."""

@@ -9,35 +9,37 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from .dispatch import LocalSessions
 from .inbound import route
-from .jsonrpc import (INTERNAL_ERROR, PARSE_ERROR, RpcError, encode, error_response, id_if_any,
-                      id_key, is_request_id)
+from .jsonrpc import INTERNAL_ERROR, PARSE_ERROR, RpcError, encode, error_response, id_if_any, id_key
 from .pool import READERS
-from .protocol import SUBSCRIPTIONS_MAX, Context, Listen, answer
 from .session import Cancelled, Session
-from .subscriptions import Hub, Subscriber, TooMany
+from .subscriptions import SUBSCRIPTIONS_MAX, Hub, Subscriber, TooMany
 
 log = logging.getLogger(__name__)
+
+# The keeper of the one session stdio holds.
+LOCAL = LocalSessions()
 
 
 class StdioTransport:
     """One client on stdin and stdout: requests run on worker threads, answers as they finish."""
 
-    def __init__(self, protocol, principal, out, threads=READERS):
-        self.protocol = protocol
+    def __init__(self, dispatch, principal, out, threads=READERS):
+        self.dispatch = dispatch
         self.session = Session(principal)
         self.out = out
         # Edits run on threads of their own: one waiting for a lock (or a person) never holds
         # a thread a read needs, as it holds none of the read connections.
         self.reads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kb-read")
-        self.edits = ThreadPoolExecutor(max_workers=protocol.pool.edit_slots,
+        self.edits = ThreadPoolExecutor(max_workers=dispatch.pool.edit_slots,
                                         thread_name_prefix="kb-edit")
         self._write_lock = threading.Lock()
         self._closed = False
         # Notifications: the watcher starts with the first subscription. The client's
         # resources/subscribe URIs (2025-11-25) are one subscriber; each listen stream
         # (2026-07-28) another, until notifications/cancelled names its request.
-        self.hub = Hub(protocol.pool.address)
+        self.hub = Hub(dispatch.pool.address)
         self._subscriber = None
         self._listens = {}
         self._subs_lock = threading.Lock()
@@ -95,29 +97,26 @@ class StdioTransport:
             self._on_request(message, routed)
 
     def _on_request(self, message, routed):
-        session = self.session
-        try:
-            call = session.begin(message)
-        except RpcError as exc:
-            self.send(error_response(message["id"], exc))
-            return
-        ctx = Context(principal=session.principal, call=call, session=session,
-                      ask=lambda params: self._ask(call, params), subscriptions=self,
-                      notify=self.send, modern=routed.modern, meta=routed.meta or {})
-        if routed.needs_store:
-            (self.edits if routed.may_wait else self.reads).submit(self._work, message, ctx)
+        # Begun here, in the order read, so that a cancellation read next finds the call.
+        call, refused = self.dispatch.begin(message, self.session)
+        if refused is not None:
+            self.send(refused.response)
+        elif routed.needs_store:
+            (self.edits if routed.may_wait else self.reads).submit(self._work, call, message,
+                                                                   routed)
         else:
             # Everything else touches no store and never waits: answered at once, in order,
             # whatever the workers are waiting for.
-            self._work(message, ctx)
+            self._work(call, message, routed)
 
-    def _work(self, message, ctx):
-        response = answer(self.protocol, message, ctx)
-        self.session.end(ctx.call)
-        if isinstance(response, Listen):
-            self._listen(response, ctx)
-        elif response is not None and not ctx.call.cancelled.is_set():
-            self.send(response)
+    def _work(self, call, message, routed):
+        outcome = self.dispatch.serve(call, message, routed, self.session.principal,
+                                      self.session, ask=self._ask, notify=self.send,
+                                      subscriptions=self)
+        if outcome.listen is not None:
+            self._listen(outcome.listen)
+        elif outcome.response is not None and not call.cancelled.is_set():
+            self.send(outcome.response)
 
     # -- subscriptions ---------------------------------------------------------------------------
 
@@ -147,7 +146,7 @@ class StdioTransport:
         if self._subscriber is not None:
             self._subscriber.remove(uri)
 
-    def _listen(self, listen, ctx):
+    def _listen(self, listen):
         """subscriptions/listen: the acknowledgement first, then what the filter asked for,
         until the client cancels the request (no response then) or the server stops."""
         key = id_key(listen.request_id)
@@ -193,24 +192,25 @@ class StdioTransport:
         return reply
 
     def _on_response(self, message):
-        if not self.session.deliver(message):
+        if not self.dispatch.response(message, self.session, LOCAL):
             # A late answer to a question whose call was cancelled, or noise.
             log.info("ignored a response to unknown request %.80r", message.get("id"))
 
     def _on_notification(self, message):
-        params = message.get("params")
-        if message["method"] == "notifications/cancelled" and isinstance(params, dict) \
-                and is_request_id(params.get("requestId")):
-            with self._subs_lock:
-                listening = self._listens.pop(id_key(params["requestId"]), None)
-            if listening is not None:
-                # The client ends its listen stream: no response for it (subscriptions.mdx).
-                self.hub.remove(listening)
-                return
-        self.session.notify(message)
+        self.dispatch.notification(message, self.session, LOCAL, listens=self)
         if message["method"] == "notifications/initialized" and self.session.initialized \
                 and self.session.protocol_version is not None:
             try:
                 self._client_subscriber()
             except TooMany as exc:  # the token's streams are full: subscribe will say so
                 log.info("no list_changed notifications for this client: %s", exc)
+
+    def end_listen(self, request_id):
+        """notifications/cancelled naming a listen request: its stream ends (no response for
+        it, subscriptions.mdx); False when no listen has that ID."""
+        with self._subs_lock:
+            listening = self._listens.pop(id_key(request_id), None)
+        if listening is None:
+            return False
+        self.hub.remove(listening)
+        return True

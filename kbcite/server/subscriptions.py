@@ -25,6 +25,10 @@ from ..errors import ToolError
 from ..store import KBStore
 from . import resources
 
+# Subscribed URIs one client holds at once (a stdio client, a handshake session, a listen
+# stream): a client cannot make the watcher's work grow without bound.
+SUBSCRIPTIONS_MAX = 1000
+
 # How often the watcher looks at the log's heads: the issue's "within a second" with room.
 WATCH_INTERVAL_S = 0.2
 
@@ -60,7 +64,7 @@ class Subscriber:
     it wants the list's changes, and how to hand it a message."""
 
     def __init__(self, principal, deliver, *, list_changed=False, tag=None, token=False,
-                 source=None, limit=1000):
+                 source=None, limit=SUBSCRIPTIONS_MAX):
         self.principal = principal
         # deliver(message) -> False once the client cannot be reached (the watcher drops it).
         self.deliver = deliver

@@ -16,10 +16,9 @@ import contextlib
 import logging
 
 from ...store import KBStore
-from ..approval import ApprovalSigner
+from ..dispatch import Dispatch
 from ..jsonrpc import encode
 from ..pool import StorePool
-from ..protocol import Protocol
 from ..subscriptions import Hub
 from ..throttle import Throttle
 from .auth import Auth
@@ -51,8 +50,7 @@ class McpApp:
                               queued_edits=settings.queued_edits)
         self.auth = Auth(settings)
         self.guards = Guards(settings)
-        self.protocol = Protocol(self.pool, ApprovalSigner(settings.signing_secret,
-                                                           settings.approval_ttl))
+        self.dispatch = Dispatch(self.pool, settings.signing_secret, settings.approval_ttl)
         self.sessions = HttpSessions(settings.db, settings.session_timeout,
                                      settings.sessions_per_token)
         self.threads = Threads(settings.max_requests, "kb-http")

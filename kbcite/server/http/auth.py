@@ -5,7 +5,8 @@ import logging
 
 from ...errors import ToolError
 from ..pool import Connections
-from ..protocol import SERVER_NAME, Principal
+from ..inbound import SERVER_NAME
+from ..session import Principal
 from ..throttle import Throttle
 from .request import MCP_PATH, METADATA_PATH, Refusal, refusal, unavailable
 

@@ -6,15 +6,14 @@ costs one thread hop; the client is watched while a request that may wait is ser
 """
 
 import asyncio
+import functools
 import json
 import logging
 import threading
 
 from ...errors import ToolError
 from ..inbound import ERROR_STATUS, route, session_version_error
-from ..jsonrpc import PARSE_ERROR, RpcError, error_response, id_if_any
-from ..protocol import Context, Listen, answer
-from ..session import Call
+from ..jsonrpc import PARSE_ERROR, error_response, id_if_any
 from .request import Refusal, Reply, refusal, unavailable
 from .sessions import SessionSubscriptions
 from .streams import ListenStreams, Stream
@@ -23,6 +22,9 @@ from .streams import ListenStreams, Stream
 # (microseconds), so a request costs one thread hop; a larger one is let in only with a valid
 # token, so an anonymous client cannot make the server hold many large bodies.
 SMALL_BODY = 64 * 1024
+
+# 2026-07-28 holds no subscriptions of a request's own: a listen stream does.
+LISTEN_STREAMS = ListenStreams()
 
 log = logging.getLogger(__name__)
 
@@ -198,13 +200,7 @@ class Exchange:
 
     def _notification(self, message, session):
         """202 for any notification; a session's initialized and cancelled are acted on."""
-        if session is not None:
-            params = message.get("params")
-            params = params if isinstance(params, dict) else {}
-            if message["method"] == "notifications/initialized":
-                self.app.sessions.initialized(session)
-            elif message["method"] == "notifications/cancelled":
-                self.app.sessions.cancel(session, params)
+        self.app.dispatch.notification(message, session, self.app.sessions)
         return Reply(202)
 
     def _response(self, message, session):
@@ -212,14 +208,12 @@ class Exchange:
         if session is None:
             raise Refusal(400, refusal("Invalid Request: a response belongs to a session; this "
                                        "POST names none"))
-        self.app.sessions.deliver(session, message)
+        self.app.dispatch.response(message, session, self.app.sessions)
         return Reply(202)
 
     def _request(self, message, routed, principal, session, stream, watch):
-        """Route a request to its era's checks, then answer it (JSON, or a stream that asks)."""
+        """The era's HTTP checks, then the request answered: JSON, or a stream that asks."""
         app = self.app
-        protocol = app.protocol
-        modern = routed.modern
         new = None
         if routed.error is not None:  # 2026-07-28 routing headers that do not match the body
             return Reply(ERROR_STATUS[routed.error.code],
@@ -230,28 +224,22 @@ class Exchange:
             error = session_version_error(routed, session.protocol_version)
             if error is not None:
                 return Reply(400, error_response(message["id"], error))
-        if session is None:
-            call = Call(message["id"])  # 2026-07-28: the request is all there is
-        else:
-            try:
-                call = session.begin(message)
-            except RpcError as exc:
-                return Reply(400, error_response(message["id"], exc))
+        call, refused = app.dispatch.begin(message, session)
+        if refused is not None:
+            return Reply(400, refused.response)
         if watch is not None:
-            watch.attach(call, session, modern)
-        ctx = Context(principal=principal, call=call, session=session,
-                      ask=lambda params: stream.ask(session, call, params),
-                      modern=modern, meta=routed.meta or {},
-                      subscriptions=(SessionSubscriptions(app.sessions, session,
-                                                         app.settings.subscriptions_per_token)
-                                     if session is not None else ListenStreams()))
-        try:
-            response = answer(protocol, message, ctx)
-        finally:
-            if session is not None:
-                session.end(call)
-        if isinstance(response, Listen):
-            return app.streams.open_listen(principal, response)
+            watch.attach(call, session, routed.modern)
+        if session is not None:
+            subscriptions = SessionSubscriptions(app.sessions, session,
+                                                 app.settings.subscriptions_per_token)
+        else:
+            subscriptions = LISTEN_STREAMS
+        outcome = app.dispatch.serve(call, message, routed, principal, session,
+                                     ask=functools.partial(stream.ask, session),
+                                     subscriptions=subscriptions)
+        if outcome.listen is not None:
+            return app.streams.open_listen(principal, outcome.listen)
+        response = outcome.response
         if response is None:  # cancelled: no response for it
             return Reply(200, None, streamed=True) if stream.started else Reply(202)
         headers = []

@@ -19,7 +19,7 @@ from uvicorn.supervisors import Multiprocess
 
 from .app import MCP_PATH, McpApp
 from .h11_guard import GuardedH11Protocol
-from ..protocol import SERVER_NAME, SERVER_VERSION
+from ..inbound import SERVER_NAME, SERVER_VERSION
 
 try:
     import resource

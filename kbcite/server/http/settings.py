@@ -9,7 +9,7 @@ from typing import Optional
 
 from ..approval import APPROVAL_TTL_S
 from ..pool import QUEUED_EDITS, READERS
-from ..protocol import SUBSCRIPTIONS_MAX
+from ..subscriptions import SUBSCRIPTIONS_MAX
 from .app import McpApp
 from .sessions import SESSION_TIMEOUT_S, SESSIONS_PER_TOKEN
 from .streams import KEEPALIVE_S
