@@ -6,6 +6,7 @@ new module is given its floor on purpose.
 
 import ast
 
+from kbcite.tools import TOOLS
 from support.commands import ROOT
 
 PACKAGE = ROOT / "kbcite"
@@ -26,6 +27,23 @@ FLOORS = {
         "kbcite.tools"],
 }
 
+# The server's own floors, top first: bytes <-> messages (the transports), messages ->
+# decisions (dispatch, then the protocol and what it judges with), the ground both stand on.
+SERVER_FLOORS = {
+    4: ["kbcite.server.cli", "kbcite.server.__main__", "kbcite.server.asgi",
+        "kbcite.server.h11_guard"],
+    3: ["kbcite.server.stdio", "kbcite.server.http.*"],
+    2: ["kbcite.server.dispatch"],
+    1: ["kbcite.server.protocol", "kbcite.server.approval", "kbcite.server.resources",
+        "kbcite.server.subscriptions", "kbcite.server.pool"],
+    0: ["kbcite.server", "kbcite.server.inbound", "kbcite.server.session",
+        "kbcite.server.jsonrpc", "kbcite.server.throttle"],
+}
+TRANSPORTS = ("kbcite.server.stdio", "kbcite.server.http.")
+# The modules that judge what a tool call may do, or read through a tool (resources are read
+# with the read tool): the only ones of the server that name a tool.
+NAMING_TOOLS = ("kbcite.server.protocol", "kbcite.server.approval", "kbcite.server.resources")
+
 
 def modules():
     """``{module name: path}`` of every module of the package."""
@@ -38,9 +56,9 @@ def modules():
     return found
 
 
-def floor_of(name):
+def floor_of(name, floors=FLOORS):
     """The floor a module stands on, or None where the table places it nowhere."""
-    for floor, names in FLOORS.items():
+    for floor, names in floors.items():
         for entry in names:
             if name == entry or (entry.endswith(".*") and (name == entry[:-2]
                                                             or name.startswith(entry[:-1]))):
@@ -75,10 +93,33 @@ def graph():
     return {name: imports_of(name, path, known) for name, path in known.items()}
 
 
-def upward(edges):
+def upward(edges, floors=FLOORS):
     """The imports of ``edges`` that run from a floor to a higher one."""
     return [(name, target) for name, targets in sorted(edges.items())
-            for target in sorted(targets) if floor_of(target) > floor_of(name)]
+            for target in sorted(targets)
+            if floor_of(target, floors) > floor_of(name, floors)]
+
+
+def server_edges(edges):
+    """The imports among the server's own modules."""
+    return {name: {t for t in targets if t.startswith("kbcite.server")}
+            for name, targets in edges.items() if name.startswith("kbcite.server")}
+
+
+def transport_faults(edges):
+    """``(transport, protocol module)`` for each transport that imports the protocol: a
+    transport moves messages and leaves judging them to dispatch."""
+    return [(name, target) for name, targets in sorted(edges.items())
+            if name.startswith(TRANSPORTS) for target in sorted(targets)
+            if target == "kbcite.server.protocol"]
+
+
+def tools_named(path):
+    """The tool names a module's source spells out (in any string, docstrings included)."""
+    names = [tool["name"] for tool in TOOLS]
+    return sorted({name for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   for name in names if name in node.value})
 
 
 def circles(edges):
@@ -127,3 +168,41 @@ def test_only_thin_entry_points_stand_beside_the_package():
     assert top == ["kb_store.py", "sim.py"]
     for name in top:
         assert len((ROOT / name).read_text(encoding="utf-8").splitlines()) < 30, name
+
+
+def test_every_server_module_has_a_floor_of_the_server():
+    names = [name for name in modules() if name.startswith("kbcite.server")]
+    assert [name for name in names if floor_of(name, SERVER_FLOORS) is None] == []
+
+
+def test_the_server_imports_run_down_its_own_floors():
+    assert upward(server_edges(graph()), SERVER_FLOORS) == []
+
+
+def test_no_transport_imports_the_protocol():
+    assert transport_faults(graph()) == []
+
+
+def test_the_guarded_h11_protocol_stands_apart_from_the_app():
+    # It is given to uvicorn by name (--http kbcite.server.h11_guard:...): importing it must
+    # not build the app's world.
+    edges = graph()
+    assert not {t for t in edges["kbcite.server.http.h11_guard"]
+                if t.startswith("kbcite.server.http.")}
+
+
+def test_no_server_module_names_a_tool_but_those_that_judge_tools():
+    named = {name: tools_named(path) for name, path in modules().items()
+             if name.startswith("kbcite.server")}
+    assert {name: tools for name, tools in named.items()
+            if tools and name not in NAMING_TOOLS} == {}
+    assert "edit_knowledge_article" in named["kbcite.server.protocol"]
+
+
+def test_the_server_checks_see_a_transport_that_judges():
+    # Shown the faults they look for, the checks above must see them.
+    assert transport_faults({"kbcite.server.stdio": {"kbcite.server.protocol"}}) == [
+        ("kbcite.server.stdio", "kbcite.server.protocol")]
+    assert upward({"kbcite.server.protocol": {"kbcite.server.http.app"}}, SERVER_FLOORS) == [
+        ("kbcite.server.protocol", "kbcite.server.http.app")]
+    assert tools_named(PACKAGE / "tools.py")
