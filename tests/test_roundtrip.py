@@ -116,3 +116,18 @@ def test_kb_history_prune_then_export_edited_round_trips(tmp_path, docs):
     assert "We ship within a day." in (docs / "shipping.md").read_text(encoding="utf-8")
     summary = json.loads(ok(db, "--json", "import", KB, docs))["counts"]
     assert summary["conflict"] == 0 and summary["update"] == 0
+
+
+# -- 2. kb events --after -1 ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("after", ["-1", "-100"])
+def test_events_after_a_negative_number_names_the_argument(kb, tmp_path, after):
+    db = tmp_path / "kb.sqlite3"
+    ok(db, "init", KB)
+    message = fails(db, "events", KB, "--after", after)
+    assert "--after must be at least 0" in message
+    assert "damaged" not in message and "backup" not in message
+    with pytest.raises(Exception) as info:
+        kb.events(KB, int(after))
+    assert info.value.code == "invalid_argument" and "after_sequence" in info.value.message
