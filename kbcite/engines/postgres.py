@@ -41,10 +41,14 @@ import re
 from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
-from .base import (
-    KB_COLUMNS, SEARCH_DOC_COLUMNS, SESSIONS_SQL, TOKENS_SQL, VERSION_COLUMNS, Engine,
-    busy_error, check_version, damaged_error, failed_error,
-)
+from .contract import Engine
+from .errors import busy_error, check_version, damaged_error, failed_error
+from .sql import SharedSQL
+from .sql.history import VERSION_COLUMNS
+from .sql.knowledge_bases import KB_COLUMNS
+from .sql.search import SEARCH_DOC_COLUMNS
+from .sql.sessions import SESSIONS_SQL
+from .sql.tokens import TOKENS_SQL
 
 try:
     import psycopg
@@ -198,7 +202,7 @@ def tsquery_text(kb_pk, terms, spare):
                         " | ")
 
 
-class PostgresEngine(Engine):
+class PostgresEngine(SharedSQL, Engine):
     """A store in a PostgreSQL database (the first schema of its search_path)."""
 
     name = "postgresql"

@@ -19,10 +19,12 @@ import urllib.request
 from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
-from .base import (
-    SEARCH_DOC_COLUMNS, SESSIONS_SQL, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
-    failed_error,
-)
+from .contract import Engine
+from .errors import busy_error, check_version, damaged_error, failed_error
+from .sql import SharedSQL
+from .sql.search import SEARCH_DOC_COLUMNS
+from .sql.sessions import SESSIONS_SQL
+from .sql.tokens import TOKENS_SQL
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
 # recognised by them (its application_id is 0).
@@ -255,7 +257,7 @@ def fts_literal(term):
     return '"%s"' % term.replace('"', '""')
 
 
-class SQLiteEngine(Engine):
+class SQLiteEngine(SharedSQL, Engine):
     """A store in one SQLite file (WAL mode) or in memory."""
 
     name = "sqlite"
