@@ -240,7 +240,10 @@ class KBStore:
 
     def events(self, kb_id, after=0, limit=100):
         """The next page of the event log after ``after``, each event with the actor of its
-        version (``kbcite.history.events``)."""
+        version (``kbcite.history.events``); its arguments are checked as the poll tool's."""
+        validate_arguments(SCHEMAS["poll_resource_events"], {
+            "resource_type": "knowledge_base", "resource_id": kb_id, "after_sequence": after,
+            "limit": limit})
         return history.events(self._ctx, kb_id, after, limit)
 
     def audit(self):
@@ -355,6 +358,11 @@ class KBStore:
         """Revoke a token: its next request is refused and its sessions end. Returns the
         revocation time."""
         return tokens.revoke(self._ctx, name)
+
+    def token_link(self, name):
+        """A one-time code signing token ``name``'s holder in to the web pages, for a few
+        minutes (``kbcite.tokens.sign_in_link``)."""
+        return tokens.sign_in_link(self._ctx, name)
 
     def token_principal(self, token):
         """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
