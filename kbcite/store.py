@@ -240,7 +240,10 @@ class KBStore:
 
     def events(self, kb_id, after=0, limit=100):
         """The next page of the event log after ``after``, each event with the actor of its
-        version (``kbcite.history.events``)."""
+        version (``kbcite.history.events``); its arguments are checked as the poll tool's."""
+        validate_arguments(SCHEMAS["poll_resource_events"], {
+            "resource_type": "knowledge_base", "resource_id": kb_id, "after_sequence": after,
+            "limit": limit})
         return history.events(self._ctx, kb_id, after, limit)
 
     def audit(self):

@@ -427,16 +427,19 @@ class Engine:
         return self.value(
             "SELECT count(*) FROM versions WHERE kb_pk = ? AND version_us < ? AND "
             "text_pk IS NOT NULL AND NOT EXISTS (SELECT 1 FROM articles AS a WHERE "
-            "a.pk = versions.article_pk AND a.version_us = versions.version_us)",
+            "a.pk = versions.article_pk AND (a.version_us = versions.version_us OR "
+            "a.import_version = versions.updated_at))",
             (kb_pk, before_us))
 
     def versions_prune(self, kb_pk, before_us):
         """Drop the texts of a knowledge base's versions older than ``before_us``, never an
-        article's current one; the rows stay, marked pruned. Returns how many were pruned."""
+        article's current one nor the one its import record names (the base an export and
+        an import compare a file with); the rows stay, marked pruned. Returns how many."""
         pruned = self.execute(
             "UPDATE versions SET text_pk = NULL WHERE kb_pk = ? AND version_us < ? AND "
             "text_pk IS NOT NULL AND NOT EXISTS (SELECT 1 FROM articles AS a WHERE "
-            "a.pk = versions.article_pk AND a.version_us = versions.version_us)",
+            "a.pk = versions.article_pk AND (a.version_us = versions.version_us OR "
+            "a.import_version = versions.updated_at))",
             (kb_pk, before_us)).rowcount
         # A text goes once nothing holds it: neither a version kept nor an article's current.
         held = {row["text_pk"] for row in self.rows(
