@@ -41,7 +41,7 @@ SDIST_NEEDS = ["LICENSE", "README.md", "pyproject.toml", "tests/conftest.py",
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """``(wheel, sdist)`` built from a copy of the project."""
+    """``(wheel, sdist, source)``: built from ``source``, a copy of the project."""
     pytest.importorskip("build", reason="python -m build is not installed (the test extra)")
     work = tmp_path_factory.mktemp("pkg")
     source = work / "src"
@@ -59,11 +59,11 @@ def built(tmp_path_factory):
         pytest.fail("python -m build failed:\n%s\n%s" % (done.stdout[-2000:], done.stderr[-3000:]))
     [wheel] = (work / "dist").glob("*.whl")
     [sdist] = (work / "dist").glob("*.tar.gz")
-    return wheel, sdist
+    return wheel, sdist, source
 
 
 def test_the_sdist_carries_what_its_tests_need(built):
-    _, sdist = built
+    _, sdist, _ = built
     with tarfile.open(str(sdist)) as tar:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     missing = [need for need in SDIST_NEEDS if need not in names]
@@ -87,7 +87,7 @@ def source_files(root, folder):
 
 
 def test_the_sdist_metadata_names_the_project(built):
-    _, sdist = built
+    _, sdist, _ = built
     with tarfile.open(str(sdist)) as tar:
         [info] = [m for m in tar.getmembers() if m.name.count("/") == 1
                   and m.name.endswith("/PKG-INFO")]
@@ -99,12 +99,12 @@ def test_the_sdist_metadata_names_the_project(built):
 
 
 def test_the_sdist_collects_every_test_and_runs_a_few(built, tmp_path):
-    _, sdist = built
+    _, sdist, source = built
     with tarfile.open(str(sdist)) as tar:
         tar.extractall(str(tmp_path))
     [unpacked] = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert source_files(unpacked, "tests") == source_files(ROOT, "tests")
-    assert source_files(unpacked, "kbcite") == source_files(ROOT, "kbcite")
+    assert source_files(unpacked, "tests") == source_files(source, "tests")
+    assert source_files(unpacked, "kbcite") == source_files(source, "kbcite")
     env = dict(os.environ, PYTHONPATH=str(unpacked))
     env.pop("KB_DB", None)
 
@@ -120,7 +120,7 @@ def test_the_sdist_collects_every_test_and_runs_a_few(built, tmp_path):
     # Each module gave tests, or was skipped whole for a missing extra (mcp on Python 3.9).
     modules = {line.split("::")[0] for line in lines if "::" in line}
     modules |= {line.split()[2].split(":")[0] for line in lines if line.startswith("SKIPPED")}
-    assert modules == {p for p in source_files(ROOT, "tests") if p.startswith("tests/test_")}
+    assert modules == {p for p in source_files(source, "tests") if p.startswith("tests/test_")}
     # A few run, on the sdist's copy of the package (its conftest puts it first).
     done = pytest_in_sdist("-q", *SDIST_TESTS)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -131,13 +131,13 @@ def test_the_sdist_collects_every_test_and_runs_a_few(built, tmp_path):
 
 
 def test_the_wheel_holds_the_package_and_its_commands(built):
-    wheel, _ = built
+    wheel, _, source = built
     assert wheel.name == "kbcite-%s-py3-none-any.whl" % kbcite.__version__
     with zipfile.ZipFile(str(wheel)) as archive:
         names = set(archive.namelist())
         [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = archive.read(entry_points).decode("utf-8")
-    assert source_files(ROOT, "kbcite") <= names and "kb_store.py" in names
+    assert source_files(source, "kbcite") <= names and "kb_store.py" in names
     assert not [n for n in names if n.startswith(("tests/", "bench/", "docs/"))
                 or n.endswith((".pyc", ".db", ".sqlite3"))]
     for line in ("kb = kbcite.cli:main", "kb-server = kbcite.server.cli:main",
@@ -146,7 +146,7 @@ def test_the_wheel_holds_the_package_and_its_commands(built):
 
 
 def test_the_wheel_installs_working_commands(built, tmp_path):
-    wheel, _ = built
+    wheel, _, _ = built
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(str(env_dir))
     bin_dir = env_dir / ("Scripts" if os.name == "nt" else "bin")
