@@ -20,6 +20,7 @@ from ..dispatch import Dispatch
 from ..jsonrpc import encode
 from ..pool import StorePool
 from ..subscriptions import Hub
+from .. import web
 from ..throttle import Throttle
 from .auth import Auth
 from .exchange import Exchange
@@ -58,6 +59,7 @@ class McpApp:
         self.streams = NotificationStreams(self)
         self._in_progress = 0
         self._closed = False
+        self._web = None  # the people's pages, made on the first asked for
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -131,6 +133,11 @@ class McpApp:
         if method == "GET" and req.path == METADATA_PATH and self.settings.authorization_server:
             self.guards.check_origin_and_host(req)
             return Reply(200, self.auth.metadata(req))
+        if req.path != MCP_PATH and web.serves(req.path):
+            if self._web is None:
+                self._web = web.pages_for(self)
+            await self._web(req, receive, send)
+            return None
         if req.path != MCP_PATH:
             raise Refusal(404, refusal("Not found: the MCP endpoint is %s" % MCP_PATH))
         self.guards.check_origin_and_host(req)

@@ -49,9 +49,9 @@ class Auth:
             raise Refusal(401, refusal("Unauthorized: send Authorization: Bearer TOKEN (kb token "
                                        "create makes one)"),
                           [(b"WWW-Authenticate", challenge.encode("latin-1"))])
-        found = store.token_principal(token)
+        found = store.tokens.principal(token)
         if found is None:
-            quiet.info("401", "401 for %s: %s", req.client, store.token_refusal(token))
+            quiet.info("401", "401 for %s: %s", req.client, store.tokens.refusal(token))
             raise Refusal(401, refusal("Unauthorized: the token is not valid (unknown or "
                                        "revoked)"),
                           [(b"WWW-Authenticate",

@@ -44,7 +44,7 @@ IDLE_TIMEOUT_S = 60.0
 
 # Connections held at once by one process; one more is refused with 503 at once. An idle
 # connection costs a few kilobytes under asyncio, so this is sized for floods of idle sockets,
-# under the descriptor limit serve_http raises to fit it.
+# under the descriptor limit serve raises to fit it.
 MAX_CONNECTIONS = 2048
 
 # Request deadlines are looked at this often, for every connection at once: a timer of its own

@@ -128,8 +128,8 @@ class NotificationStreams:
                 if "text/event-stream" not in (req.header(b"accept") or ""):
                     raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
                                                "stream; send Accept: text/event-stream"))
-                row = store.session_find(session_id, principal.name,
-                                         idle_s=app.settings.session_timeout)
+                row = store.sessions.find(session_id, principal.name,
+                                          idle_s=app.settings.session_timeout)
             if row is None:
                 raise Refusal(404, refusal("Session not found: it ended, or never was; send "
                                            "initialize for a new one"))
@@ -142,7 +142,7 @@ class NotificationStreams:
                                       "a session has one"))
 
         def source(watcher_store):
-            return watcher_store.session_subscriptions(session_id)
+            return watcher_store.sessions.subscriptions(session_id)
 
         subscriber = Subscriber(principal, None, token=True, list_changed=True, source=source)
         subscriber.session_id = session_id
