@@ -4,6 +4,7 @@ an equivalent server on the official MCP SDK.
     python bench/http_load.py                                # new, old and sdk, 3 rounds
     python bench/http_load.py --targets new --workers 1,2,4  # the new server's processes
     python bench/http_load.py --clients 1 --calls 1000       # one client, sequentially
+    python bench/http_load.py --against bc177a3 --targets new,old,sdk-bare --clients 1,16
 
 A fresh store (SQLite, or PostgreSQL with a URL) of 1,000 articles per run, one server, a token
 that may edit. Each client thread keeps its own HTTP connection and sends 2026-07-28 requests:
@@ -19,10 +20,17 @@ The targets, each started as a process the same way and run in turn, round by ro
 whatever else loads the machine falls on each alike:
 
 - ``new``: this checkout's ``kb-server --http`` (``--workers N``);
-- ``old``: the ``http.server`` transport this one replaced, from git (``--old-ref``; by default
-  the parent of the commit that removed ``kbcite/server/http.py``), in a ``git worktree``;
+- ``old``: the ``http.server`` transport this one replaced, from git (``--against REV``, or
+  ``--old-ref``; by default the parent of the commit that removed ``kbcite/server/http.py``),
+  in a ``git worktree``: a commit's ``kbcite`` package, or before it the ``kb_server.py`` and
+  ``kb_store.py`` of the top level;
 - ``sdk``: ``bench/sdk_twin.py``, the same store's tools on the official SDK's Streamable HTTP
-  app (``mcp``, Python 3.10 and newer).
+  app (``mcp``, Python 3.10 and newer); ``sdk-bare``: the same without its auth layer.
+
+Every round runs each target once, in turn (so the rounds alternate them), and with
+``--clients 1,16`` each client count too. Besides calls/s, each run reports the server's CPU
+time per call (user and system, every process of it); the summary gives each figure's median
+over the rounds with its spread (lowest to highest), and its ratio to the other targets'.
 """
 
 import argparse
@@ -49,7 +57,7 @@ MIX = (("search", 0.40), ("read", 0.30), ("poll", 0.15), ("edit", 0.15))
 HOT = 20  # the articles edits go to, so that clients meet on some of them
 THREADS = 8  # tool calls at once per server process, on every target
 ROUND_TRIPS = 300
-TARGETS = ("new", "old", "sdk")
+TARGETS = ("new", "old", "sdk", "sdk-bare")
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Client processes start their clients together this long after they are spawned.
 CLIENT_START_S = 5.0
@@ -57,9 +65,12 @@ CLIENT_START_S = 5.0
 # Builds the store for a target with that target's own package (the articles on stdin), so a
 # server from another commit opens a store of its own schema.
 MAKE_STORE = r"""
-import json, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from kbcite import KBStore
+if os.path.isdir(os.path.join(sys.argv[1], "kbcite")):
+    from kbcite import KBStore
+else:  # a commit from before the package: the top level's kb_store
+    from kb_store import KBStore
 rows = [tuple(row) for row in json.loads(sys.stdin.read())]
 with KBStore(sys.argv[2], create=True) as store:
     store.create_knowledge_base(sys.argv[3])
@@ -223,18 +234,21 @@ def old_ref():
 def server_command(target, address, tree, workers):
     """``(argv, environment)`` that starts ``target`` on ``address``."""
     env = dict(os.environ, PYTHONPATH=tree)
-    if target == "sdk":
+    if target in ("sdk", "sdk-bare"):
+        bare = ["--no-auth", "--grant", KB] if target == "sdk-bare" else []
         return [sys.executable, os.path.join(HERE, "sdk_twin.py"), "--db", address, "--http",
-                "127.0.0.1:0", "--threads", str(THREADS)], env
+                "127.0.0.1:0", "--threads", str(THREADS)] + bare, env
     argv = [sys.executable, "-m", "kbcite.server", "--db", address, "--http", "127.0.0.1:0"]
+    if target == "old" and os.path.exists(os.path.join(tree, "kb_server.py")):
+        argv = [sys.executable, os.path.join(tree, "kb_server.py"), "--db", address, "--http",
+                "127.0.0.1:0"]
     if target == "old":
         return argv + ["--workers", str(THREADS)], env  # threads, before --workers were processes
     return argv + ["--threads", str(THREADS), "--workers", str(workers)], env
 
 
-def rss_mb(pid):
-    """The resident memory of a process and its children, in MB (Linux; None elsewhere)."""
-    total, found = 0, False
+def process_tree(pid):
+    """A process and its children's IDs."""
     pids = [pid]
     try:
         children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
@@ -242,7 +256,28 @@ def rss_mb(pid):
         pids += [int(child) for child in children]
     except (OSError, subprocess.SubprocessError):
         pass
-    for one in pids:
+    return pids
+
+
+def cpu_s(pid):
+    """The CPU seconds (user and system) a process and its children have used (Linux; None
+    elsewhere)."""
+    ticks, found = 0, False
+    for one in process_tree(pid):
+        try:
+            with open("/proc/%d/stat" % one, encoding="utf-8") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+        found = True
+    return ticks / os.sysconf("SC_CLK_TCK") if found else None
+
+
+def rss_mb(pid):
+    """The resident memory of a process and its children, in MB (Linux; None elsewhere)."""
+    total, found = 0, False
+    for one in process_tree(pid):
         try:
             with open("/proc/%d/status" % one, encoding="utf-8") as fh:
                 for line in fh:
@@ -254,12 +289,12 @@ def rss_mb(pid):
     return round(total / 1024, 1) if found else None
 
 
-def round_trips(port, token):
-    """p50 and p99 (ms) of a POST without a token (401) on a fresh connection each, and of
-    server/discover on one kept connection."""
+def round_trips(port, token, refuses=True):
+    """p50 and p99 (ms) of a POST without a token (401) on a fresh connection each, where the
+    server ``refuses`` one, and of server/discover on one kept connection."""
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
     anonymous = []
-    for _ in range(ROUND_TRIPS):
+    for _ in range(ROUND_TRIPS if refuses else 0):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         started = time.perf_counter()
         conn.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json"})
@@ -277,7 +312,10 @@ def round_trips(port, token):
     def summary(seconds):
         return {"p50_ms": round(common.median(seconds) * 1000, 2),
                 "p99_ms": round(common.percentile(seconds, 99) * 1000, 2)}
-    return {"no_store": summary(anonymous), "discover": summary(discover)}
+    found = {"discover": summary(discover)}
+    if anonymous:
+        found["no_store"] = summary(anonymous)
+    return found
 
 
 def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=None,
@@ -302,18 +340,20 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
         argv, env = server_command(target, address, tree, workers)
         server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   text=True, env=env, cwd=tree)
-        port = None
+        port, said = None, []
         while port is None:
             line = server.stderr.readline()
             if not line:
-                raise RuntimeError("the %s server did not start" % target)
+                raise RuntimeError("the %s server did not start: %s" % (target, "".join(said)))
+            said.append(line)
             if line.startswith("kb-server: serving http://"):
                 port = int(line.rsplit(":", 1)[1].split("/")[0])
         threading.Thread(target=lambda: server.stderr.read(), daemon=True).start()
         Connection(port, token).request("server/discover", {})  # every process is up
         time.sleep(0.5)
         idle_mb = rss_mb(server.pid)
-        trips = round_trips(port, token) if measure_round_trips else None
+        trips = (round_trips(port, token, refuses=target != "sdk-bare")
+                 if measure_round_trips else None)
         peak = [idle_mb or 0]
         done = threading.Event()
 
@@ -323,7 +363,9 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         load_start = common.load()
+        cpu_start = cpu_s(server.pid)
         out, wall = run_clients(port, token, clients, calls, titles, client_processes)
+        cpu_end = cpu_s(server.pid)
         done.set()
         sampler.join()
         accepted = [a for o in out for a in o["accepted"]]
@@ -335,7 +377,11 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
             per_tool[kind] = {"calls": len(seconds),
                               "p50_ms": round(common.median(seconds) * 1000, 2),
                               "p99_ms": round(common.percentile(seconds, 99) * 1000, 2)}
+        total = sum(t["calls"] for t in per_tool.values())
+        cpu_ms = (round((cpu_end - cpu_start) * 1000 / total, 3)
+                  if cpu_start is not None and cpu_end is not None else None)
         return {"target": target, "workers": workers, "engine": engine, "clients": clients,
+                "server_cpu_ms_per_call": cpu_ms,
                 "client_processes": client_processes,
                 "calls_per_client": calls,
                 "calls": sum(t["calls"] for t in per_tool.values()), "wall_s": round(wall, 1),
@@ -358,9 +404,12 @@ def run(clients=16, calls=250, directory=None, engine="sqlite", postgres_url=Non
 
 
 CHECK_STORE = r"""
-import json, sys
+import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from kbcite import KBStore
+if os.path.isdir(os.path.join(sys.argv[1], "kbcite")):
+    from kbcite import KBStore
+else:  # a commit from before the package: the top level's kb_store
+    from kb_store import KBStore
 accepted, head = json.loads(sys.stdin.read()), int(sys.argv[3])
 lost = 0
 with KBStore(sys.argv[2]) as store:
@@ -395,39 +444,72 @@ def render(results):
                     + ["%s / %s" % (r.get("rss_idle_mb"), r.get("rss_peak_mb"))]
                     + ["%s / %s" % (trips[k]["p50_ms"], trips[k]["p99_ms"]) if k in trips
                        else "" for k in ("no_store", "discover")]
-                    + [r["protocol_errors"], r["connection_errors"],
+                    + [r.get("server_cpu_ms_per_call", ""), r["protocol_errors"],
+                       r["connection_errors"],
                        common.n(r["accepted_edits"]), r["lost_updates"],
                        "ok" if r["audit"] == "ok" else "FAILED"])
     return common.table(["server", "processes", "engine", "clients x calls", "calls/s",
                          "search p50 / p99 ms", "read p50 / p99 ms", "poll p50 / p99 ms",
                          "edit p50 / p99 ms", "RSS idle / peak MB", "no-store p50 / p99 ms",
-                         "discover p50 / p99 ms", "protocol errors", "connection errors",
+                         "discover p50 / p99 ms", "server CPU ms / call", "protocol errors",
+                         "connection errors",
                          "accepted edits", "lost updates", "audit"], rows)
 
 
+def _discover_p99(run):
+    trips = run.get("round_trips") or {}
+    return (trips.get("discover") or {}).get("p99_ms")
+
+
+# The figures the summary gives per target: each one's median over the rounds.
+FIGURES = (("calls/s", lambda r: r["calls_per_s"]),
+           ("server CPU ms/call", lambda r: r.get("server_cpu_ms_per_call")),
+           ("discover p99 ms", _discover_p99))
+
+
 def summarize(results):
-    """Per target and process count: the median calls/s over the rounds, and its ratios."""
+    """Per target, process count and client count: each figure's median over the rounds,
+    its spread (lowest-highest), and its ratio to the other targets' medians."""
     groups = {}
     for r in results:
         groups.setdefault((r["target"], r["workers"], r["engine"], r["clients"]), []).append(r)
-    medians = {key: common.median([r["calls_per_s"] for r in runs])
-               for key, runs in groups.items()}
+    medians = {}
+    for key, runs in groups.items():
+        for label, get in FIGURES:
+            values = [v for v in (get(r) for r in runs) if v is not None]
+            if values:
+                medians[key, label] = (common.median(values), min(values), max(values))
     lines = []
-    for key, value in sorted(medians.items()):
+    for key in sorted(groups):
         target, workers, engine, clients = key
-        versus = ["%.2fx %s" % (value / medians[other], other[0]) for other in sorted(medians)
-                  if other[0] != target and other[1:] == (1, engine, clients) and workers == 1]
-        lines.append("%s, %d process(es), %s, %d clients: median %.0f calls/s over %d run(s)%s"
-                     % (target, workers, engine, clients, value, len(groups[key]),
-                        " (%s)" % ", ".join(versus) if versus else ""))
+        parts = []
+        for label, _ in FIGURES:
+            if (key, label) not in medians:
+                continue
+            value, low, high = medians[key, label]
+            versus = ["%.2fx %s" % (value / medians[other, label][0], other[0])
+                      for other in sorted(groups)
+                      if other[0] != target and other[1:] == (1, engine, clients)
+                      and workers == 1 and (other, label) in medians
+                      and medians[other, label][0]]
+            parts.append("%s median %s (%s-%s)%s" % (label, _figure(value), _figure(low),
+                                                      _figure(high), " (%s)" % ", ".join(versus)
+                                                      if versus else ""))
+        lines.append("%s, %d process(es), %s, %d clients, %d run(s): %s"
+                     % (target, workers, engine, clients, len(groups[key]), "; ".join(parts)))
     return "\n".join(lines)
+
+
+def _figure(value):
+    return "%.0f" % value if value >= 100 else "%.3g" % value
 
 
 def main(argv=None):
     """Run the rounds; print the table and the medians; exit 1 if any run lost or broke."""
     parser = argparse.ArgumentParser(prog="bench/http_load.py", description=__doc__.split(
         "\n\n")[0])
-    parser.add_argument("--clients", type=int, default=16, help="client threads (default 16)")
+    parser.add_argument("--clients", default="16",
+                        help="client threads, comma-separated counts to run each (default 16)")
     parser.add_argument("--calls", type=int, default=250, help="calls per client (default 250)")
     parser.add_argument("--targets", default=",".join(TARGETS),
                         help="new, old, sdk, comma-separated (default all three)")
@@ -436,14 +518,20 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every target (3)")
     parser.add_argument("--client-processes", type=int, default=1,
                         help="processes the client threads are spread over (default 1)")
-    parser.add_argument("--old-ref", help="the old server's commit (default: the parent of the "
-                                          "commit that removed kbcite/server/http.py)")
+    parser.add_argument("--old-ref", "--against", dest="old_ref", metavar="REV",
+                        help="the old server's commit (default: the parent of the commit that "
+                             "removed kbcite/server/http.py)")
     parser.add_argument("--engines", default="sqlite",
                         help="sqlite, postgresql or both (default sqlite)")
     parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server (default: a "
                         "throwaway cluster)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
+    try:
+        client_counts = [int(c) for c in args.clients.split(",") if c.strip()]
+    except ValueError:
+        parser.error("argument --clients: not a comma-separated list of counts: %s"
+                     % args.clients)
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = set(targets) - set(TARGETS)
     if unknown:
@@ -465,14 +553,15 @@ def main(argv=None):
                     continue
             try:
                 for round_ in range(args.rounds):
-                    for target, workers in runs:
-                        results.append(run(args.clients, args.calls, engine=engine,
+                    for clients, (target, workers) in [(c, r) for c in client_counts
+                                                       for r in runs]:
+                        results.append(run(clients, args.calls, engine=engine,
                                            postgres_url=url, target=target, workers=workers,
                                            tree=tree if target == "old" else None,
                                            measure_round_trips=True,
                                            client_processes=args.client_processes))
-                        print("round %d: %s x%d: %.0f calls/s" % (
-                            round_ + 1, target, workers, results[-1]["calls_per_s"]),
+                        print("round %d: %s x%d, %d clients: %.0f calls/s" % (
+                            round_ + 1, target, workers, clients, results[-1]["calls_per_s"]),
                             file=sys.stderr, flush=True)
             finally:
                 cleanup()

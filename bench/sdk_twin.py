@@ -2,6 +2,7 @@
 the benchmark's twin (``bench/http_load.py --targets sdk``).
 
     python bench/sdk_twin.py --db STORE --http 127.0.0.1:0 [--threads 8]
+    python bench/sdk_twin.py --db STORE --no-auth --grant KB   # without the SDK's auth layer
 
 The SDK's low-level server (``mcp`` 2.3 and newer, Python 3.10 and newer) lists the store's
 tools verbatim and calls them through ``KBStore.call_tool`` with the grants of the caller's
@@ -88,12 +89,15 @@ def error_result(error):
         type="text", text=json.dumps({"error": error}, ensure_ascii=False))], is_error=True)
 
 
-def build_app(address, threads, host, port):
-    """The SDK's Streamable HTTP app serving the store's tools."""
+def build_app(address, threads, host, port, bare=None):
+    """The SDK's Streamable HTTP app serving the store's tools; ``bare`` (the grants) serves
+    every request as one caller with those grants, without the SDK's auth layer."""
     tools = Stores(address, threads)
     listed = [types.Tool.model_validate(tool) for tool in TOOLS]
 
     def caller():
+        if bare is not None:
+            return frozenset(bare), "allow", "sdk-bare"
         token = get_access_token()
         claims = (token.claims or {}) if token else {}
         return frozenset(claims.get("grants", ())), claims.get("writes", "deny"), (
@@ -126,6 +130,8 @@ def build_app(address, threads, host, port):
     server = Server("kb-server-sdk-twin", version="1", on_list_tools=on_list_tools,
                     on_call_tool=on_call_tool)
     url = "http://%s:%d" % (host, port)
+    if bare is not None:
+        return server.streamable_http_app(stateless_http=True, json_response=True, host=host)
     return server.streamable_http_app(
         stateless_http=True, json_response=True, host=host,
         auth=AuthSettings(issuer_url="https://issuer.invalid", resource_server_url=url + "/mcp",
@@ -140,6 +146,10 @@ def main(argv=None):
     parser.add_argument("--db", required=True, help="the store (made with kb init)")
     parser.add_argument("--http", default="127.0.0.1:0", metavar="HOST:PORT")
     parser.add_argument("--threads", type=int, default=8, help="tool calls at once (8)")
+    parser.add_argument("--no-auth", action="store_true",
+                        help="no auth layer: every request is one caller with --grant's grants")
+    parser.add_argument("--grant", action="append", default=[], metavar="KB",
+                        help="with --no-auth, a knowledge base the caller may read and edit")
     args = parser.parse_args(argv)
     host, _, port = args.http.rpartition(":")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -149,7 +159,7 @@ def main(argv=None):
     sock.bind((host, int(port)))
     sock.listen(2048)
     port = sock.getsockname()[1]
-    app = build_app(args.db, args.threads, host, port)
+    app = build_app(args.db, args.threads, host, port, args.grant if args.no_auth else None)
     config = uvicorn.Config(app, http="h11", lifespan="on", log_level="warning",
                             access_log=False)
     print("kb-server: serving http://%s:%d/mcp" % (host, port), file=sys.stderr, flush=True)
