@@ -75,7 +75,11 @@ def test_ungranted_and_missing_pages_are_the_same_404_byte_for_byte(site):
                  "/kb/support/articles/art-999999/history",
                  "/kb/support/articles/%s@2001-01-01T00:00:00Z" % ids["first"],
                  "/kb/support/articles/%s@not-a-version" % ids["first"],
-                 "/kb/internal/events", "/kb/nope/events", "/nothing/here/kb"):
+                 "/kb/internal/events", "/kb/nope/events", "/nothing/here/kb",
+                 "/kb/internal/articles/%s/edit" % ids["secret"],
+                 "/kb/support/articles/art-999999/edit",
+                 "/kb/internal/articles/%s/diff?from=a&to=b" % ids["secret"],
+                 "/kb/support/articles/%s/diff?from=2001-01-01T00:00:00Z&to=b" % ids["first"]):
         status, _, body = web.get(path)
         if path == "/nothing/here/kb":
             continue  # not a page's path: /mcp's own 404

@@ -145,7 +145,8 @@ class WebPages:
             page = Page(self, req, params, query, form, person)
             await live.stream(self, page, receive, send)
             return None
-        return await self.mcp.threads.run(loop, self._view, req, route, params, query, form)
+        # At most the app's max_requests at once, pages and /mcp together (503 past it).
+        return await self.mcp._on_thread(self._view, req, route, params, query, form)
 
     def _person(self, req, route, form):
         """On a worker thread: who is signed in, and whether this request may go on."""
