@@ -79,7 +79,7 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
             raise InvalidArgument("source %r appears twice" % doc.source, argument="source")
         seen.add(doc.source)
     db = ctx.db
-    with db.write():
+    with articles.transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         rows = {row["source"]: row for row in db.articles_imported(kb["pk"])}
         named = sorted({doc.article_id for doc in documents if doc.article_id})
