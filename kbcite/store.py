@@ -36,7 +36,9 @@ from .errors import InternalError, InvalidArgument, ToolError
 from .limits import BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .search import hits, index
 from .tools import TOOLS
-from .validation import check_new_article, clip, granted_set, shown, validate_arguments
+from .validation import (
+    check_new_article, check_source, clip, granted_set, shown, validate_arguments,
+)
 
 log = logging.getLogger("kbcite.store")
 
@@ -270,6 +272,8 @@ class KBStore:
     def create_article(self, kb_id, title, content, *, published=True, source=None, actor=None):
         """Add an article (published, or a draft); returns its new article ID."""
         check_new_article(title, content, "title", "content")
+        if source is not None:
+            check_source(source)
         return articles.create(self._ctx, kb_id, [(title, content, source)], published,
                                actor)[0]
 
