@@ -84,3 +84,10 @@ class VersionPruned(ToolError):
     """The article had that version, but its text was pruned from the history."""
 
     code = "version_pruned"
+
+
+class PermissionDenied(ToolError):
+    """The caller may see the knowledge base but not do this to it (edit without a write
+    grant); for one it may not see at all, the answer is ``not_found``."""
+
+    code = "permission_denied"

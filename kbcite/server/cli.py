@@ -24,6 +24,7 @@ from ..tokens import WRITE_MODES
 from .approval import APPROVAL_TTL_S
 from .dispatch import Dispatch
 from .inbound import SERVER_NAME
+from .oauth.scopes import SUBJECT_CLAIMS
 from .pool import QUEUED_EDITS, READERS, StorePool
 from .session import Principal
 from .stdio import StdioTransport
@@ -127,6 +128,25 @@ def build_parser():
                         help="HTTP: the OAuth 2.1 authorization server (a gateway) that issues "
                              "this server's tokens; published as RFC 9728 metadata and in 401 "
                              "challenges")
+    team = parser.add_argument_group(
+        "signing in with the team's identity provider (HTTP; pip install 'kbcite[oauth]')")
+    team.add_argument("--oauth-issuer", metavar="URL",
+                      help="accept this OAuth 2.1 / OpenID Connect issuer's access tokens "
+                           "beside kb tokens (https; http only on loopback)")
+    team.add_argument("--oauth-audience", metavar="URL",
+                      help="the resource its tokens must name in aud (default: the URL "
+                           "served, http(s)://HOST:PORT/mcp; give the public URL behind a "
+                           "proxy)")
+    team.add_argument("--oauth-subject-claim", choices=SUBJECT_CLAIMS, default="sub",
+                      help="the claim that names the person in the history (default sub)")
+    team.add_argument("--oauth-writes", choices=WRITE_MODES, default="ask",
+                      help="how the edits of a kb:KB:write scope go (default ask)")
+    team.add_argument("--oauth-scope", action="append", default=[], metavar="SCOPE",
+                      help="a scope the RFC 9728 metadata lists (repeatable), e.g. "
+                           "kb:support:read")
+    team.add_argument("--oauth-client-id", metavar="ID",
+                      help="this server's client ID at the issuer, for RFC 7662 introspection "
+                           "of opaque tokens (its secret from $KB_OAUTH_CLIENT_SECRET)")
     return parser
 
 
@@ -232,6 +252,30 @@ def claim_stdout():
     return out
 
 
+def oauth_settings(args):
+    """The Settings of ``--oauth-*``, the issuer reached once now: a wrong one is one line at
+    start (not a refusal of every request later)."""
+    if not args.oauth_issuer:
+        return {}
+    try:
+        from .oauth.issuer import Issuer, IssuerError
+        from .oauth import bearer  # noqa: F401 (joserfc, checked before serving)
+    except ImportError as exc:
+        fail("argument --oauth-issuer: needs the [oauth] extra (%s is missing): pip install "
+             "'kbcite[oauth]'" % (exc.name or "joserfc"))
+    try:
+        Issuer(args.oauth_issuer).start()
+    except IssuerError as exc:
+        fail("argument --oauth-issuer: %s" % exc)
+    secret = os.environ.get("KB_OAUTH_CLIENT_SECRET")
+    if args.oauth_client_id and not secret:
+        fail("argument --oauth-client-id: set $KB_OAUTH_CLIENT_SECRET to its secret too")
+    return {"oauth_issuer": args.oauth_issuer.rstrip("/"), "oauth_audience": args.oauth_audience,
+            "oauth_subject_claim": args.oauth_subject_claim, "oauth_writes": args.oauth_writes,
+            "oauth_scopes": tuple(args.oauth_scope), "oauth_client_id": args.oauth_client_id,
+            "oauth_client_secret": secret if args.oauth_client_id else None}
+
+
 def serve_http(args, secret):
     """Serve Streamable HTTP until SIGINT or SIGTERM; returns the exit code."""
     try:
@@ -249,7 +293,8 @@ def serve_http(args, secret):
         queued_edits=args.queued_edits, approval_ttl=args.approval_ttl,
         authorization_server=args.authorization_server, session_timeout=args.session_timeout,
         sessions_per_token=args.sessions_per_token, keepalive=args.keepalive,
-        subscriptions_per_token=args.subscriptions_per_token)
+        subscriptions_per_token=args.subscriptions_per_token,
+        **oauth_settings(args))
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
                   max_connections=args.max_connections)
     if not is_loopback(args.host):

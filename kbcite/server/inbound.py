@@ -67,10 +67,10 @@ class Route:
     """What one message is and how to serve it, decided once."""
 
     __slots__ = ("kind", "method", "era", "meta", "tool", "may_wait", "needs_store",
-                 "opens_session", "error", "version_header")
+                 "opens_session", "error", "version_header", "knowledge_base")
 
     def __init__(self, kind, method=None, era=None, meta=None, tool=None, error=None,
-                 version_header=None):
+                 version_header=None, knowledge_base=None):
         self.kind = kind
         self.method = method
         # "modern" (2026-07-28: this request's _meta) or "legacy" (a handshake session's).
@@ -85,6 +85,9 @@ class Route:
         self.error = error
         # The MCP-Protocol-Version header, as sent (checked against a session's era).
         self.version_header = version_header
+        # The knowledge base a tools/call names (a string, else None): a team issuer's token
+        # is checked for the scope a writing tool needs on it before the call is served.
+        self.knowledge_base = knowledge_base
 
     @property
     def modern(self):
@@ -160,6 +163,15 @@ def _header_problems(message, params, meta, headers):
     return problems
 
 
+def _tool_of(method, params):
+    """``(tool name, knowledge_base_id)`` a tools/call names, each None where not a string."""
+    if method != "tools/call" or not isinstance(params, dict):
+        return None, None
+    tool, arguments = params.get("name"), params.get("arguments")
+    kb = arguments.get("knowledge_base_id") if isinstance(arguments, dict) else None
+    return (tool if isinstance(tool, str) else None), (kb if isinstance(kb, str) else None)
+
+
 def route(message, headers=None):
     """The ``Route`` of a decoded message; ``headers`` are its HTTP request's raw ASGI header
     pairs, or None where there are none (stdio)."""
@@ -175,14 +187,14 @@ def route(message, headers=None):
         version = None
         if headers is not None:
             version = _routing_headers(headers)[0].get(VERSION_HEADER)
-        tool = params.get("name") if method == "tools/call" and isinstance(params, dict) else None
-        return Route(kind, method, "legacy", tool=tool if isinstance(tool, str) else None,
-                     version_header=version)
-    tool = params.get("name") if method == "tools/call" else None
+        tool, kb = _tool_of(method, params)
+        return Route(kind, method, "legacy", tool=tool, version_header=version,
+                     knowledge_base=kb)
+    tool, kb = _tool_of(method, params)
     problems = _header_problems(message, params, meta, headers) if headers is not None else []
     error = (RpcError(HEADER_MISMATCH, "Header mismatch: %s" % "; ".join(problems))
              if problems else None)
-    return Route(kind, method, "modern", meta, tool if isinstance(tool, str) else None, error)
+    return Route(kind, method, "modern", meta, tool, error, knowledge_base=kb)
 
 
 def session_version_error(route, negotiated):

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from ..errors import ToolError
+from ..errors import PermissionDenied, ToolError
 from ..tools import TOOLS
 from . import resources
 from .subscriptions import SUBSCRIPTIONS_MAX, TooMany
@@ -230,7 +230,7 @@ class Protocol:
     def tools_for(principal):
         """The tools a caller sees: the edit tool only where its writes are not denied."""
         return [t for t in TOOLS
-                if not (principal.writes == "deny" and t["name"] == EDIT_TOOL)]
+                if not (not principal.may_write and t["name"] == EDIT_TOOL)]
 
     def _list_tools(self, params, ctx):
         if params.get("cursor") is not None:
@@ -255,8 +255,16 @@ class Protocol:
             arguments = {}
         if not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+        writes = ctx.principal.writes_for(arguments.get("knowledge_base_id"))
+        if name == EDIT_TOOL and writes == "deny":
+            # A caller that may edit some knowledge base, but not this one.
+            return tool_error(PermissionDenied(
+                "edits of knowledge base %.64r are not granted to %s: "
+                "ask for the kb:%.64s:write scope (or a kb grant with --writes)"
+                % (arguments.get("knowledge_base_id"), ctx.principal.name,
+                   arguments.get("knowledge_base_id"))))
         try:
-            if name == EDIT_TOOL and ctx.principal.writes == "ask":
+            if name == EDIT_TOOL and writes == "ask":
                 return self.approvals.edit(name, arguments, params, ctx)
             return self.with_links(name, tool_result(self._run(name, arguments, ctx)), ctx)
         except ToolError as err:

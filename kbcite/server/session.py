@@ -29,6 +29,23 @@ class Principal:
     name: str
     grants: frozenset
     writes: str
+    # A team issuer's caller has a write mode a knowledge base (its scopes say which it may
+    # write): ``(knowledge_base_id, mode)`` pairs, each overriding ``writes`` for that one.
+    kb_writes: frozenset = frozenset()
+    # The issuer that vouched for ``name`` (None: a kb token, or the stdio server's --actor).
+    issuer: Optional[str] = None
+
+    def writes_for(self, kb_id):
+        """The write mode of this caller's edits of knowledge base ``kb_id``."""
+        for kb, mode in self.kb_writes:
+            if kb == kb_id:
+                return mode
+        return self.writes
+
+    @property
+    def may_write(self):
+        """Whether some knowledge base's edits are not denied to this caller."""
+        return self.writes != "deny" or any(mode != "deny" for _, mode in self.kb_writes)
 
 
 class Cancelled(Exception):

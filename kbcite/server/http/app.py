@@ -130,7 +130,8 @@ class McpApp:
         method's own."""
         check_framing(req)
         method = req.method
-        if method == "GET" and req.path == METADATA_PATH and self.settings.authorization_server:
+        if method == "GET" and req.path == METADATA_PATH and (
+                self.settings.authorization_server or self.settings.oauth_issuer):
             self.guards.check_origin_and_host(req)
             return Reply(200, self.auth.metadata(req))
         if req.path != MCP_PATH and web.serves(req.path):

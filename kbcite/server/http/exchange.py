@@ -173,7 +173,9 @@ class Exchange:
             try:
                 with app.auth.borrow() as store:
                     if principal is None:
-                        principal = app.auth.authenticate(req, store)
+                        principal = app.auth.authenticate(req, store, routed)
+                    if routed is not None:
+                        app.auth.check_scope(req, routed, principal)
                     if problem is not None:
                         return Reply(400, refusal(problem, PARSE_ERROR))
                     if routed.kind is None:

@@ -140,6 +140,10 @@ def serve(settings, guard, host, port, workers=1, ssl_certfile=None, ssl_keyfile
     """Listen, announce the serving line, and serve until SIGINT or SIGTERM; OSError when
     ``host:port`` cannot be listened on. Returns the exit code."""
     sock = listen(host, port)
+    if settings.oauth_issuer and not settings.oauth_audience:
+        # The issuer's tokens must name this resource; by default, the URL served (RFC 8707).
+        settings = dataclasses.replace(settings, oauth_audience=serving_line(
+            host, sock.getsockname()[1], ssl_certfile is not None).split()[-1])
     guard = dataclasses.replace(guard, max_connections=fit_descriptors(guard.max_connections))
     made = config(settings, guard, workers, ssl_certfile, ssl_keyfile)
     announce(serving_line(host, sock.getsockname()[1], ssl_certfile is not None))

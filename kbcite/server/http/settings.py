@@ -31,7 +31,14 @@ ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": (
                "KB_SESSION_TIMEOUT": ("session_timeout", float),
                "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int),
                "KB_KEEPALIVE": ("keepalive", float),
-               "KB_SUBSCRIPTIONS_PER_TOKEN": ("subscriptions_per_token", int)}
+               "KB_SUBSCRIPTIONS_PER_TOKEN": ("subscriptions_per_token", int),
+               "KB_OAUTH_ISSUER": ("oauth_issuer", str),
+               "KB_OAUTH_AUDIENCE": ("oauth_audience", str),
+               "KB_OAUTH_SUBJECT_CLAIM": ("oauth_subject_claim", str),
+               "KB_OAUTH_WRITES": ("oauth_writes", str),
+               "KB_OAUTH_CLIENT_ID": ("oauth_client_id", str),
+               "KB_OAUTH_CLIENT_SECRET": ("oauth_client_secret", str),
+               "KB_OAUTH_SCOPES": ("oauth_scopes", "list")}
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +64,18 @@ class Settings:
     keepalive: float = KEEPALIVE_S
     # Subscribed URIs all the handshake sessions of one token hold at once.
     subscriptions_per_token: int = SUBSCRIPTIONS_MAX
+    # The team's identity provider, whose access tokens are accepted beside kb tokens: its
+    # issuer URL, this resource's URL its tokens must name as audience (RFC 8707), the claim
+    # that names the person, the write mode of a kb:{kb}:write scope, and the credentials
+    # for RFC 7662 introspection of opaque tokens.
+    oauth_issuer: Optional[str] = None
+    oauth_audience: Optional[str] = None
+    oauth_subject_claim: str = "sub"
+    oauth_writes: str = "ask"
+    oauth_client_id: Optional[str] = None
+    oauth_client_secret: Optional[str] = None
+    # The scopes the RFC 9728 document lists and a 401 not about one call names.
+    oauth_scopes: tuple = ()
 
 
 def create_app(db, *, signing_secret=None, **options):
@@ -70,8 +89,9 @@ def create_app(db, *, signing_secret=None, **options):
         log.info("no signing secret given: 2026-07-28 approvals can be finished by this process "
                  "only (set KB_SIGNING_SECRET on every server that shares the database)")
         signing_secret = secrets.token_bytes(32)
-    if "allowed_origins" in options:
-        options["allowed_origins"] = tuple(options["allowed_origins"])
+    for name in ("allowed_origins", "oauth_scopes"):
+        if name in options:
+            options[name] = tuple(options[name])
     return McpApp(Settings(db=db, signing_secret=signing_secret, **options))
 
 

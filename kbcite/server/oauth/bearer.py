@@ -23,6 +23,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 from .issuer import FETCH_TIMEOUT_S, KeysUnavailable
+from .scopes import SUBJECT_CLAIMS
 
 # The signatures a resource server can check without holding the signer's secret, by the key
 # type each needs. HS* is absent on purpose: with a published key it is forgeable.
@@ -35,8 +36,6 @@ DEFAULT_ALGORITHMS = frozenset({"RS256"})
 LEEWAY_S = 60
 # A bearer token longer than this is refused before any parsing (a JWT is a few KB at most).
 TOKEN_MAX_CHARS = 16384
-# The claims that may name the person, in words a team's issuer uses.
-SUBJECT_CLAIMS = ("sub", "email", "preferred_username")
 
 
 class TokenRefused(Exception):

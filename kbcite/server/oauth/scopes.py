@@ -9,6 +9,8 @@ hierarchies): ``write`` and ``review`` each imply ``read``.
 import re
 
 SCOPE_PREFIX = "kb:"
+# The claims that may name the person in the history, in words a team's issuer uses.
+SUBJECT_CLAIMS = ("sub", "email", "preferred_username")
 RIGHTS = ("read", "write", "review")
 # The rights each right includes.
 IMPLIES = {"read": {"read"}, "write": {"read", "write"}, "review": {"read", "review"}}

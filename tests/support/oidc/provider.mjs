@@ -3,11 +3,11 @@
 // for the web pages, dynamic client registration for MCP clients, resource indicators (RFC
 // 8707: access tokens are JWTs whose aud is the resource asked for), introspection and
 // revocation. Its login form is the package's own development form: any password signs in a
-// user who exists. Usage: [TOKEN_FORMAT=opaque] node provider.mjs RESOURCE WEB_REDIRECT_URI
+// user who exists. Usage: [TOKEN_FORMAT=opaque] node provider.mjs RESOURCE|loopback WEB_REDIRECT_URI
 // [SCOPES...] (access tokens are JWTs unless TOKEN_FORMAT says opaque).
 import http from 'node:http';
 import crypto from 'node:crypto';
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
 
 const [resource, webRedirect, ...extraScopes] = process.argv.slice(2);
 const users = {
@@ -52,11 +52,15 @@ server.listen(0, '127.0.0.1', () => {
       revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => resource,
+        defaultResource: () => (resource === 'loopback' ? undefined : resource),
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, indicator) => {
-          if (indicator !== resource) throw new Error(`unknown resource ${indicator}`);
-          return { scope: kbScopes.join(' '), audience: resource,
+          // RESOURCE "loopback": any MCP endpoint on this machine, for a server started after
+          // the provider on a port of its own choosing.
+          const known = resource === 'loopback'
+            ? /^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(indicator) : indicator === resource;
+          if (!known) throw new errors.InvalidTarget(`unknown resource ${indicator}`);
+          return { scope: kbScopes.join(' '), audience: indicator,
                    accessTokenFormat: process.env.TOKEN_FORMAT || 'jwt', accessTokenTTL: 600,
                    jwt: { sign: { alg: 'RS256' } } };
         },

@@ -1,0 +1,263 @@
+"""kb-server --oauth-issuer: the MCP endpoint as an OAuth 2.1 resource server, for real.
+
+The npm oidc-provider package is the team's issuer; people sign in at its form (driven over
+HTTP by the test), and the server, with two workers, takes their access tokens beside kb
+tokens: the RFC 9728 document, the challenges, each refused token's status and reason, the
+scopes as grants, and every edit's actor the person's own name. The official Python SDK's
+OAuth client signs in by itself and calls the tools.
+"""
+
+import base64
+import json
+import os
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytest.importorskip("joserfc")
+from joserfc import jwt  # noqa: E402
+from joserfc.jwk import RSAKey  # noqa: E402
+
+from kbcite.store import KBStore  # noqa: E402
+from support.http_server import Server  # noqa: E402
+from support.oidc_provider import Browser, OidcProvider, code_flow, node_ready  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+REDIRECT = "http://127.0.0.1:9/auth/callback"
+WEB = ("kb-web", "kb-web-secret")
+SCOPE = "openid email kb:support:read kb:support:write"
+
+
+@pytest.fixture(scope="module")
+def provider():
+    why = node_ready()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail("oidc-provider cannot run in CI: %s" % why)
+        pytest.skip(why)
+    started = OidcProvider("loopback", REDIRECT)
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def team(provider, tmp_path_factory):
+    """A store with two knowledge bases and an article, served with the issuer beside kb
+    tokens by two workers; ``(server, url, store path, article ID, kb token)``."""
+    path = tmp_path_factory.mktemp("oauth") / "kb.sqlite3"
+    with KBStore(str(path), create=True) as store:
+        store.create_knowledge_base("support")
+        store.create_knowledge_base("docs")
+        article = store.create_article("support", "Refund policy", "Refunds take five days.",
+                                       actor="setup")
+        token = store.tokens.create("bot", ["support"], writes="allow")
+    server = Server(path, "--workers", "2", "--oauth-issuer", provider.issuer,
+                    "--oauth-subject-claim", "email", "--oauth-writes", "allow",
+                    "--oauth-scope", "kb:support:read", "--oauth-scope", "kb:support:write")
+    yield server, "http://127.0.0.1:%d/mcp" % server.port, path, article, token
+    server.stop()
+
+
+def post(url, token, method, params, name=None):
+    """A 2026-07-28 request; ``(status, headers, JSON body)``."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                       "params": dict(params, _meta=meta)}).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name:
+        headers["Mcp-Name"] = name
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    request = urllib.request.Request(url, data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as answer:
+        text = answer.read()
+        return answer.code, dict(answer.headers), json.loads(text) if text else {}
+
+
+def call(url, token, tool, arguments):
+    return post(url, token, "tools/call", {"name": tool, "arguments": arguments}, name=tool)
+
+
+def edit(url, token, article, version, key, line):
+    return call(url, token, "edit_knowledge_article", {
+        "knowledge_base_id": "support", "article_id": article, "expected_version": version,
+        "content": "Refunds take five days.\n\n" + line, "idempotency_key": key})
+
+
+def version_of(url, token, article):
+    status, _, body = call(url, token, "read_knowledge_article",
+                           {"knowledge_base_id": "support", "article_id": article})
+    assert status == 200, body
+    return body["result"]["structuredContent"]["updated_at"]
+
+
+def sign_in(provider, url, user, scope=SCOPE, resource=None):
+    return code_flow(provider, user, WEB[0], WEB[1], REDIRECT, scope, resource or url)
+
+
+def history(path, article):
+    with KBStore(str(path)) as store:
+        return store.history("support", article)
+
+
+def test_the_protected_resource_metadata_names_the_issuer_and_scopes(team, provider):
+    server, url, *_ = team
+    with urllib.request.urlopen(url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"),
+                                timeout=30) as response:
+        document = json.loads(response.read())
+    assert document["resource"] == url
+    assert document["authorization_servers"] == [provider.issuer]
+    assert document["bearer_methods_supported"] == ["header"]
+    assert document["scopes_supported"] == ["kb:support:read", "kb:support:write"]
+
+
+def test_no_token_is_401_with_where_to_sign_in_and_the_scope_the_call_needs(team):
+    server, url, _, article, _ = team
+    status, headers, _ = post(url, None, "tools/list", {})
+    challenge = headers["WWW-Authenticate"]
+    assert status == 401
+    assert 'resource_metadata="%s"' % url.replace(
+        "/mcp", "/.well-known/oauth-protected-resource/mcp") in challenge
+    assert 'scope="kb:support:read kb:support:write"' in challenge
+    status, headers, _ = edit(url, None, article, "2026-01-01T00:00:00.000000Z", "k", "x")
+    assert status == 401 and 'scope="kb:support:write"' in headers["WWW-Authenticate"]
+
+
+def test_two_people_edit_as_themselves_and_the_history_names_each(team, provider):
+    server, url, path, article, _ = team
+    alice = sign_in(provider, url, "alice")["access_token"]
+    bob = sign_in(provider, url, "bob")["access_token"]
+    status, _, body = edit(url, alice, article, version_of(url, alice, article), "a1", "Alice.")
+    assert status == 200 and not body["result"].get("isError"), body
+    status, _, body = edit(url, bob, article, version_of(url, bob, article), "b1", "Bob.")
+    assert status == 200 and not body["result"].get("isError"), body
+    actors = [v["actor"] for v in history(path, article)]
+    assert actors[-2:] == ["alice@example.com", "bob@example.com"], actors
+
+
+def test_a_read_scope_alone_cannot_edit_403_naming_the_scope(team, provider):
+    server, url, path, article, _ = team
+    reader = sign_in(provider, url, "bob", "openid kb:support:read")["access_token"]
+    before = len(history(path, article))
+    status, headers, body = edit(url, reader, article, version_of(url, reader, article), "r1",
+                                 "Never written.")
+    assert status == 403, body
+    assert 'error="insufficient_scope"' in headers["WWW-Authenticate"]
+    assert 'scope="kb:support:write"' in headers["WWW-Authenticate"]
+    assert len(history(path, article)) == before
+    status, _, body = call(url, reader, "search_knowledge_base",
+                           {"knowledge_base_id": "support", "query": "refund"})
+    assert status == 200 and body["result"]["structuredContent"]["results"]
+
+
+def test_a_knowledge_base_without_a_scope_is_not_found_as_a_missing_one(team, provider):
+    server, url, _, _, _ = team
+    alice = sign_in(provider, url, "alice")["access_token"]
+    answers = [call(url, alice, "search_knowledge_base", {"knowledge_base_id": kb,
+                                                           "query": "refund"})[2]
+               for kb in ("docs", "nothing-here")]
+    errors = [json.loads(a["result"]["content"][0]["text"])["error"] for a in answers]
+    assert [e["code"] for e in errors] == ["not_found", "not_found"]
+    texts = [json.dumps(e).replace("nothing-here", "docs") for e in errors]
+    assert texts[0] == texts[1]
+
+
+def forged(kid="test-key-1", alg="RS256", **claims):
+    key = RSAKey.generate_key(2048, parameters={"kid": kid})
+    return jwt.encode({"alg": alg, "kid": kid}, claims, key, algorithms=[alg])
+
+
+def unsigned(claims):
+    part = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
+    return part({"alg": "none", "kid": "test-key-1"}) + "." + part(claims) + "."
+
+
+def test_each_bad_token_is_401_and_writes_nothing(team, provider):
+    server, url, path, article, _ = team
+    real = sign_in(provider, url, "alice")["access_token"]
+    claims = json.loads(base64.urlsafe_b64decode(real.split(".")[1] + "=="))
+    other = sign_in(provider, url, "alice", resource="http://127.0.0.1:1/mcp")["access_token"]
+    before = len(history(path, article))
+    cases = {"another audience": (other, "not for this server"),
+             "wrongly signed": (forged(**claims), "signature does not verify"),
+             "alg none": (unsigned(claims), "'none'"),
+             "an unknown kid": (forged(kid="rotated-away", **claims), "no key 'rotated-away'"),
+             "an ID token": (sign_in(provider, url, "alice")["id_token"], "audience"),
+             "garbage": ("eyJhbGciOi.x.y", "base64url")}
+    for case, (token, words) in cases.items():
+        status, headers, body = edit(url, token, article, "2026-01-01T00:00:00.000000Z",
+                                     "bad-" + case, "Never.")
+        assert status == 401, case
+        assert 'error="invalid_token"' in headers["WWW-Authenticate"], case
+        assert words in body["error"]["message"], (case, body)
+    assert len(history(path, article)) == before
+
+
+def test_kb_tokens_keep_working_beside_the_issuer(team):
+    server, url, path, article, token = team
+    status, _, body = edit(url, token, article, version_of(url, token, article), "bot-1", "Bot.")
+    assert status == 200 and not body["result"].get("isError"), body
+    assert history(path, article)[-1]["actor"] == "bot"
+
+
+def test_the_official_sdk_signs_in_by_itself_and_calls_the_tools(team, provider):
+    pytest.importorskip("mcp", reason="the official MCP SDK needs Python >= 3.10")
+    anyio = pytest.importorskip("anyio")
+    httpx2 = pytest.importorskip("httpx2")
+    from mcp import Client
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+    server, url, path, article, _ = team
+
+    class Memory:
+        tokens = client = None
+
+        async def get_tokens(self):
+            return self.tokens
+
+        async def set_tokens(self, tokens):
+            self.tokens = tokens
+
+        async def get_client_info(self):
+            return self.client
+
+        async def set_client_info(self, info):
+            self.client = info
+
+    redirect = "http://127.0.0.1:9/sdk/callback"
+    answer = {}
+
+    async def redirect_handler(authorization_url):
+        answer.update(await anyio.to_thread.run_sync(
+            Browser("alice").authorize, authorization_url, redirect))
+
+    async def callback_handler():
+        return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"),
+                                       iss=answer.get("iss"))
+
+    storage = Memory()
+    auth = OAuthClientProvider(url, OAuthClientMetadata(
+        client_name="kb test", redirect_uris=[redirect], grant_types=["authorization_code"],
+        response_types=["code"], token_endpoint_auth_method="none",
+        application_type="native"), storage, redirect_handler, callback_handler)
+
+    async def main():
+        async with httpx2.AsyncClient(auth=auth, timeout=30) as http:
+            async with Client(streamable_http_client(url, http_client=http),
+                              mode="2026-07-28") as client:
+                found = await client.call_tool("search_knowledge_base", {
+                    "knowledge_base_id": "support", "query": "refund"})
+                return found.structured_content
+
+    found = anyio.run(main)
+    assert found["results"][0]["article_id"] == article
+    assert storage.tokens is not None and storage.client is not None
+    assert "kb:support:read" in (storage.tokens.scope or "")
