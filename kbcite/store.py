@@ -27,8 +27,8 @@ import logging
 from datetime import datetime, timezone
 
 from . import (
-    access, articles, audit, catalog, citations, edits, events, exporter, history, importer, reads,
-    sessions, tokens,
+    access, articles, audit, catalog, citations, edits, events, exporter, grants, history,
+    importer, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -77,6 +77,8 @@ class KBStore:
         # why one was refused) and the handshake sessions every server process shares.
         self.tokens = tokens.Tokens(self._ctx)
         self.sessions = sessions.Sessions(self._ctx)
+        # What a team issuer's people and groups may do, besides their tokens' scopes.
+        self.grants = grants.Grants(self._ctx)
 
     @classmethod
     def upgrade(cls, address):

@@ -44,12 +44,13 @@ def provider():
 
 @pytest.fixture(scope="module")
 def team(provider, tmp_path_factory):
-    """A store with two knowledge bases and an article, served with the issuer beside kb
+    """A store with three knowledge bases and an article, served with the issuer beside kb
     tokens by two workers; ``(server, url, store path, article ID, kb token)``."""
     path = tmp_path_factory.mktemp("oauth") / "kb.sqlite3"
     with KBStore(str(path), create=True) as store:
         store.create_knowledge_base("support")
         store.create_knowledge_base("docs")
+        store.create_knowledge_base("hr")
         article = store.create_article("support", "Refund policy", "Refunds take five days.",
                                        actor="setup")
         token = store.tokens.create("bot", ["support"], writes="allow")
@@ -162,10 +163,10 @@ def test_a_knowledge_base_without_a_scope_is_not_found_as_a_missing_one(team, pr
     alice = sign_in(provider, url, "alice")["access_token"]
     answers = [call(url, alice, "search_knowledge_base", {"knowledge_base_id": kb,
                                                            "query": "refund"})[2]
-               for kb in ("docs", "nothing-here")]
+               for kb in ("hr", "nothing-here")]
     errors = [json.loads(a["result"]["content"][0]["text"])["error"] for a in answers]
     assert [e["code"] for e in errors] == ["not_found", "not_found"]
-    texts = [json.dumps(e).replace("nothing-here", "docs") for e in errors]
+    texts = [json.dumps(e).replace("nothing-here", "hr") for e in errors]
     assert texts[0] == texts[1]
 
 
@@ -261,3 +262,32 @@ def test_the_official_sdk_signs_in_by_itself_and_calls_the_tools(team, provider)
     assert found["results"][0]["article_id"] == article
     assert storage.tokens is not None and storage.client is not None
     assert "kb:support:read" in (storage.tokens.scope or "")
+
+
+def test_the_store_grants_people_and_groups_what_their_scopes_do_not(team, provider):
+    """kb grant: for an issuer that cannot mint kb scopes; read at every request."""
+    server, url, path, _, _ = team
+    with KBStore(str(path)) as store:
+        doc = store.create_article("docs", "Deploying", "Deploy on Tuesdays.", actor="setup")
+        store.grants.add("group", "readers", "docs", "deny")
+        store.grants.add("subject", "alice@example.com", "docs", "allow")
+    alice = sign_in(provider, url, "alice", "openid kb:support:read")["access_token"]
+    bob = sign_in(provider, url, "bob", "openid kb:support:read")["access_token"]
+    status, _, body = call(url, bob, "search_knowledge_base",
+                           {"knowledge_base_id": "docs", "query": "deploy"})
+    assert status == 200 and body["result"]["structuredContent"]["results"], body
+    version = body["result"]["structuredContent"]["results"][0]["updated_at"]
+    status, headers, _ = call(url, bob, "edit_knowledge_article", {
+        "knowledge_base_id": "docs", "article_id": doc, "expected_version": version,
+        "content": "Never.", "idempotency_key": "bob-docs"})
+    assert status == 403 and 'scope="kb:docs:write"' in headers["WWW-Authenticate"]
+    status, _, body = call(url, alice, "edit_knowledge_article", {
+        "knowledge_base_id": "docs", "article_id": doc, "expected_version": version,
+        "content": "Deploy on Tuesdays and Thursdays.", "idempotency_key": "alice-docs"})
+    assert status == 200 and not body["result"].get("isError"), body
+    with KBStore(str(path)) as store:
+        assert store.history("docs", doc)[-1]["actor"] == "alice@example.com"
+        store.grants.remove("group", "readers", "docs")
+    status, _, body = call(url, bob, "search_knowledge_base",
+                           {"knowledge_base_id": "docs", "query": "deploy"})
+    assert json.loads(body["result"]["content"][0]["text"])["error"]["code"] == "not_found"

@@ -32,6 +32,13 @@ TOKEN_COLUMNS = [
     ("revoked_at", "REVOKED", lambda r: r["revoked_at"] or "-"),
     ("grants", "GRANTS", lambda r: ", ".join(r["grants"])),
 ]
+GRANT_COLUMNS = [
+    ("kind", "KIND", lambda r: r["kind"]),
+    ("name", "NAME", lambda r: r["name"]),
+    ("knowledge_base_id", "KB", lambda r: r["knowledge_base_id"]),
+    ("writes", "WRITES", lambda r: r["writes"]),
+    ("created_at", "CREATED", lambda r: r["created_at"]),
+]
 
 
 def cmd_knowledge_bases(store, args, out):
@@ -61,6 +68,31 @@ def cmd_reindex(store, args, out):
     if args.json:
         return print_json({"knowledge_base_id": args.kb, "reindexed": True}, out)
     print("reindexed %s" % args.kb, file=out)
+
+
+def cmd_grant(store, args, out):
+    """A team issuer's people and groups: add, list, remove what they may use."""
+    if args.grant_command == "list":
+        rows = store.grants.list()
+        if args.json:
+            return print_json(rows, out)
+        return emit(rows, GRANT_COLUMNS, args, out)
+    kind, name = ("subject", args.subject) if args.subject is not None else ("group", args.group)
+    if args.grant_command == "add":
+        store.grants.add(kind, name, args.kb, args.writes)
+        if args.json:
+            return print_json({"kind": kind, "name": name, "knowledge_base_id": args.kb,
+                               "writes": args.writes}, out)
+        print("granted %s %s knowledge base %s, writes %s" % (kind, name, args.kb, args.writes),
+              file=out)
+    else:
+        store.grants.remove(kind, name, args.kb)
+        if args.json:
+            return print_json({"kind": kind, "name": name, "knowledge_base_id": args.kb,
+                               "removed": True}, out)
+        print("removed the grant of knowledge base %s to %s %s" % (args.kb, kind, name),
+              file=out)
+    return None
 
 
 def cmd_token(store, args, out):

@@ -230,6 +230,25 @@ def build_parser():
     t.add_argument("--url", default="http://127.0.0.1:8765", metavar="URL",
                    help="the server's address as its people reach it "
                         "(default http://127.0.0.1:8765)")
+    p = command("grant", "what a team issuer's people and groups may do: add, list, remove")
+    grants = p.add_subparsers(dest="grant_command", metavar="ACTION",
+                              help="add, list, or remove (for kb-server --oauth-issuer)")
+    grants.required = True
+    for action, text in (("add", "let a signed-in person or group use a knowledge base"),
+                         ("remove", "take a person's or group's grant back")):
+        g = grants.add_parser(action, parents=[common], help=text, description=text + ".")
+        who = g.add_mutually_exclusive_group(required=True)
+        who.add_argument("--subject", metavar="SUB", help="the person, as the server's "
+                         "--oauth-subject-claim names them (an email, say)")
+        who.add_argument("--group", metavar="G", help="a group of the token's groups claim")
+        g.add_argument("--kb", required=True, metavar="KB", help="the knowledge base")
+        if action == "add":
+            g.add_argument("--writes", choices=WRITE_MODES, default="ask",
+                           help="ask: a person approves each edit (default); allow: edits go "
+                                "through; deny: read only")
+    g = grants.add_parser("list", parents=[common], help="list the grants",
+                          description="List the grants: kind, name, knowledge base, writes.")
+    listing_args(g, "the grants")
     command("upgrade", "bring a store made by an older version up to this one's schema")
     p = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
                        description="Print a completion script: eval \"$(kb completion bash)\" "

@@ -48,6 +48,7 @@ from .sql.history import VERSION_COLUMNS
 from .sql.knowledge_bases import KB_COLUMNS
 from .sql.search import SEARCH_DOC_COLUMNS
 from .postgres_schema import SCHEMA_SQL, TABLES, TEXTS_SQL, VERSIONS_SQL
+from .sql.grants import GRANTS_SQL
 from .sql.sessions import SESSIONS_SQL
 
 try:
@@ -344,6 +345,9 @@ class PostgresEngine(SharedSQL, Engine):
             # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
             for statement in SESSIONS_SQL.split(";"):
                 self._conn.execute(statement)
+        if found < 6:
+            # Schema 6: what a team issuer's people and groups may do (kbcite.grants).
+            self._conn.execute(GRANTS_SQL)
         self._conn.execute("UPDATE kb_meta SET value = %s WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
         self.schema = SCHEMA_VERSION

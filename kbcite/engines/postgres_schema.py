@@ -1,12 +1,13 @@
 """The PostgreSQL store's schema: its tables as SQL, in the order a new store creates them."""
 
 from .sql.sessions import SESSIONS_SQL
+from .sql.grants import GRANTS_SQL
 from .sql.tokens import TOKENS_SQL
 
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
           "idempotency", "search_docs", "search_terms", "title_terms", "tokens", "sessions",
-          "session_messages")
+          "session_messages", "identity_grants")
 
 # Each text an article has had, stored once (schema 4). Uncompressed out-of-line storage: a
 # snippet's substr() reads the first chunks of a long article, not all of it.
@@ -116,4 +117,4 @@ CREATE TABLE title_terms (
     pk BIGINT NOT NULL,
     PRIMARY KEY (kb_pk, term, title_len, pk)
 );
-""" + TOKENS_SQL + ";" + SESSIONS_SQL
+""" + TOKENS_SQL + ";" + SESSIONS_SQL + ";" + GRANTS_SQL

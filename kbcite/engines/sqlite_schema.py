@@ -1,6 +1,7 @@
 """The SQLite store's schema: its tables as SQL, and the migrations from each older schema."""
 
 from .sql.sessions import SESSIONS_SQL
+from .sql.grants import GRANTS_SQL
 from .sql.tokens import TOKENS_SQL
 
 ARTICLES_SQL = """
@@ -111,7 +112,7 @@ CREATE TABLE title_terms (
     PRIMARY KEY (kb_pk, term, title_len, pk)
 ) WITHOUT ROWID;
 """
-SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";"
+SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";" + GRANTS_SQL + ";"
 
 # Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).
@@ -151,4 +152,6 @@ MIGRATIONS = {
         "DROP TABLE temp.last_events"],
     # Schema 4 to 5: the HTTP server's handshake sessions (kbcite.sessions).
     4: SESSIONS_SQL.split(";"),
+    # Schema 5 to 6: what a team issuer's people and groups may do (kbcite.grants).
+    5: [GRANTS_SQL],
 }

@@ -8,6 +8,7 @@ adds the primitives of ``kbcite.engines.contract``.
 from .articles import ArticleSQL
 from .audit import AuditSQL
 from .events import EventSQL
+from .grants import GrantSQL
 from .history import HistorySQL
 from .knowledge_bases import KnowledgeBaseSQL
 from .search import SearchSQL
@@ -16,5 +17,5 @@ from .tokens import TokenSQL
 
 
 class SharedSQL(KnowledgeBaseSQL, ArticleSQL, HistorySQL, EventSQL, SearchSQL, TokenSQL,
-                SessionSQL, AuditSQL):
+                SessionSQL, AuditSQL, GrantSQL):
     """Every table's statements, for an engine to stand on."""

@@ -79,7 +79,7 @@ class Auth:
                                            if self.tokens else "")),
                           [(b"WWW-Authenticate", self.challenge(req, *self._needs(routed)))])
         if self.tokens is not None and not token.startswith(KB_TOKEN_PREFIX):
-            return self._issuers(req, token, routed)
+            return self._issuers(req, store, token, routed)
         found = store.tokens.principal(token)
         if found is None:
             quiet.info("401", "401 for %s: %s", req.client, store.tokens.refusal(token))
@@ -88,10 +88,12 @@ class Auth:
                           [(b"WWW-Authenticate", self.challenge(req, ("error", "invalid_token")))])
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
-    def _issuers(self, req, token, routed):
+    def _issuers(self, req, store, token, routed):
         """The Principal of a team issuer's access token: a person, with the knowledge bases
-        its scopes grant; 401 for a token the issuer did not make for this server, 503 while
-        the issuer's keys cannot be fetched for a key not seen yet."""
+        its scopes and the store's grants (``kb grant``) give; 401 for a token the issuer did
+        not make for this server, 503 while the issuer's keys cannot be fetched for a key not
+        seen yet."""
+        from ...grants import broader
         from ..oauth import scopes
         from ..oauth.bearer import TokenRefused
         from ..oauth.issuer import KeysUnavailable
@@ -108,12 +110,12 @@ class Auth:
             raise Refusal(503, refusal("Service Unavailable: %s; retry shortly" % exc,
                                        data={"retryable": True, "reason": "issuer_unavailable"}),
                           [(b"Retry-After", b"%d" % RETRY_AFTER_S)])
-        rights = scopes.rights(identity.scopes)
-        writes = self.settings.oauth_writes
-        return Principal(identity.subject, frozenset(rights), "deny",
-                         kb_writes=frozenset((kb, writes) for kb, granted in rights.items()
-                                             if "write" in granted),
-                         issuer=identity.issuer)
+        modes = {kb: self.settings.oauth_writes if "write" in granted else "deny"
+                 for kb, granted in scopes.rights(identity.scopes).items()}
+        for kb, mode in store.grants.of(identity.subject, identity.groups).items():
+            modes[kb] = broader(modes.get(kb), mode)
+        return Principal(identity.subject, frozenset(modes), "deny",
+                         kb_writes=frozenset(modes.items()), issuer=identity.issuer)
 
     def check_scope(self, req, routed, principal):
         """403 insufficient_scope for a writing tool called by an issuer's token on a
