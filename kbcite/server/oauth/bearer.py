@@ -105,6 +105,9 @@ class AccessTokens:
         # (client_id, client_secret) for RFC 7662, where opaque tokens are to be accepted.
         self.introspection_client = introspection_client
         self.algorithms = (issuer.signing_algorithms or DEFAULT_ALGORITHMS) & set(ASYMMETRIC)
+        # Each published key made into a key object once (that is most of a check's cost),
+        # by its JSON: a rotated key with the same kid is another entry.
+        self._keys = {}
 
     def identity(self, token):
         """The Identity of a valid token; TokenRefused saying why, or KeysUnavailable."""
@@ -122,9 +125,7 @@ class AccessTokens:
 
     def _verified_claims(self, token):
         """The claims of a JWT whose signature one of the issuer's keys verifies."""
-        header_part, payload_part, _ = token.split(".")
-        header = _b64json(header_part, "header")
-        _b64json(payload_part, "payload")
+        header = _b64json(token.split(".", 1)[0], "header")
         alg = header.get("alg")
         if alg not in self.algorithms:
             raise TokenRefused("the token is signed with %r; this server accepts %s from this "
@@ -143,11 +144,20 @@ class AccessTokens:
             raise TokenRefused("the token's algorithm %s does not fit key %r (%s, %s)"
                                % (alg, kid, jwk.get("kty"), jwk.get("alg", "any algorithm")))
         try:
-            key = KEY_CLASSES[jwk["kty"]].import_key(jwk)
-            return dict(jwt.decode(token, key, algorithms=[alg]).claims)
+            return dict(jwt.decode(token, self._key(jwk), algorithms=[alg]).claims)
         except (JoseError, ValueError, TypeError) as exc:
             raise TokenRefused("the token's signature does not verify (%s)"
                                % (getattr(exc, "error", None) or type(exc).__name__))
+
+    def _key(self, jwk):
+        """The key object of a published JWK, made once."""
+        cache_key = json.dumps(jwk, sort_keys=True)
+        key = self._keys.get(cache_key)
+        if key is None:
+            if len(self._keys) > 64:  # an issuer publishes a handful; rotations age out
+                self._keys.clear()
+            key = self._keys[cache_key] = KEY_CLASSES[jwk["kty"]].import_key(jwk)
+        return key
 
     def _introspected(self, token):
         """RFC 7662: the issuer's word on an opaque token, asked now."""
