@@ -240,3 +240,16 @@ def test_scopes_give_rights_and_the_broader_implies_the_narrower():
                           "kb:support:admin"}) == {
         "support": {"read", "write"}, "docs": {"read", "review"}}
     assert scopes.scope("support", "write") == "kb:support:write"
+
+
+@pytest.mark.slow
+def test_the_cost_benchmark_runs_and_reports_both_tokens():
+    import subprocess
+    import sys
+    from support.commands import ROOT, child_env
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "oauth_cost.py"), "--rounds", "1",
+                           "--calls", "5", "--flood-seconds", "0.2"], capture_output=True,
+                          text=True, env=child_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "| kb token (kbt_) |" in done.stdout and "| difference |" in done.stdout
+    assert "key-set fetches" in done.stdout
