@@ -99,3 +99,28 @@ def test_an_opaque_token_is_introspected_and_refused_once_revoked(opaque_provide
 def test_an_issuer_that_is_not_there_is_one_line():
     with pytest.raises(IssuerError, match="unreachable"):
         Issuer("http://127.0.0.1:9").start()
+
+
+def test_the_web_sign_in_flow_checks_state_nonce_and_the_id_token(jwt_provider):
+    from kbcite.server.oauth.signin import CodeFlow, Pending, SignInFailed
+    from support.oidc_provider import Browser
+    tokens = AccessTokens(Issuer(jwt_provider.issuer).start(), RESOURCE, subject_claim="email")
+    flow = CodeFlow(tokens, WEB[0], WEB[1], REDIRECT,
+                    "openid email kb:support:read kb:support:write")
+    url, pending = flow.start()
+    assert "code_challenge_method=S256" in url and "resource=" in url
+    answer = Browser("alice").authorize(url, REDIRECT)
+    with pytest.raises(SignInFailed, match="state does not match"):
+        flow.finish(dict(answer, state="forged"), pending)
+    url2, pending2 = flow.start()
+    answer2 = Browser("bob").authorize(url2, REDIRECT)
+    with pytest.raises(SignInFailed, match="nonce"):
+        flow.finish(answer2, Pending(pending2.state, "another-nonce", pending2.verifier,
+                                     pending2.started))
+    done = flow.finish(answer, Pending.from_json(pending.to_json()))
+    assert done["id_claims"]["sub"] == "alice"
+    assert tokens.identity(done["access_token"]).subject == "alice@example.com"
+    with pytest.raises(SignInFailed, match="refused the sign-in's code"):
+        flow.finish(answer, pending)            # a code is used once
+    with pytest.raises(SignInFailed, match="not started here"):
+        Pending.from_json("garbage")

@@ -115,7 +115,7 @@ class AccessTokens:
             raise TokenRefused("the token is empty or longer than %d characters"
                                % TOKEN_MAX_CHARS)
         if token.count(".") == 2:
-            claims = self._verified_claims(token)
+            claims = self.verified_claims(token)
         elif self.introspection_client and self.issuer.introspection_endpoint:
             claims = self._introspected(token)
         else:
@@ -123,8 +123,12 @@ class AccessTokens:
                                "configured here")
         return self._checked(claims)
 
-    def _verified_claims(self, token):
-        """The claims of a JWT whose signature one of the issuer's keys verifies."""
+    def verified_claims(self, token):
+        """The claims of a JWT whose signature one of the issuer's keys verifies (no claim
+        checked yet: an ID token's are not an access token's); TokenRefused otherwise."""
+        if token.count(".") != 2 or len(token) > TOKEN_MAX_CHARS:
+            raise TokenRefused("the token is not a JWT of at most %d characters"
+                               % TOKEN_MAX_CHARS)
         header = _b64json(token.split(".", 1)[0], "header")
         alg = header.get("alg")
         if alg not in self.algorithms:
