@@ -110,7 +110,8 @@ class HttpSessions:
         session.initialized = session.initialized or row["initialized"]
         if row["seen_us"] < time.time() * 1000000 - self.touch_us:
             self._touch_later(session_id)
-        self._start_poller()
+        if self._poller is None:
+            self._start_poller()
         return session
 
     def release(self, session):
