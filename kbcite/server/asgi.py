@@ -54,6 +54,10 @@ SMALL_BODY = 64 * 1024
 # person holds one, but no store connection); one more is 503 at once.
 MAX_REQUESTS = 128
 
+# Set in a request's scope once its bearer token is valid: the guarded protocol lets such a
+# connection out of its address's share (kbcite.server.h11_guard).
+AUTHENTICATED = "kbcite.authenticated"
+
 # Token checks have connections of their own: a request is authenticated even while every tool
 # connection is busy.
 AUTH_CONNECTIONS = 4
@@ -710,6 +714,8 @@ class McpApp:
                                        "revoked)"),
                           [(b"WWW-Authenticate",
                             (challenge + ', error="invalid_token"').encode("latin-1"))])
+        # The connection may now use the slots kept for authenticated clients (h11_guard).
+        req.scope[AUTHENTICATED] = True
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
     def metadata_url(self, req):
