@@ -122,7 +122,8 @@ def check_keep_days(keep_days):
 
 def prune(ctx, kb_id, keep_days, *, dry_run=False):
     """Drop the texts of a knowledge base's versions older than ``keep_days`` days (never an
-    article's current version); returns ``{"pruned": n, "before": time}``."""
+    article's current version, nor the one its import wrote: its file's base); returns
+    ``{"pruned": n, "before": time}``."""
     check_keep_days(keep_days)
     db = ctx.db
     before_us = ctx.now_us() - keep_days * DAY_US
