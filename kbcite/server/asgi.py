@@ -37,6 +37,7 @@ from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SUBSCRIPTIONS
                        Listen, Principal, Protocol, answer)
 from .session import Call, Cancelled
 from .subscriptions import Hub, Subscriber, TooMany
+from .throttle import Throttle
 from . import web
 
 MCP_PATH = "/mcp"
@@ -166,31 +167,6 @@ class Reply:
         # False for a refused preflight: the browser must not read it as allowed.
         self.cors = cors
 
-
-class Throttle:
-    """At most ``burst`` log lines of one kind every ``window`` seconds; the rest are counted
-    and said in one line, so a flood of refusals cannot fill the log."""
-
-    def __init__(self, logger, burst=10, window=10.0):
-        self.logger = logger
-        self.burst = burst
-        self.window = window
-        self._kinds = {}
-        self._lock = threading.Lock()
-
-    def info(self, kind, message, *args):
-        """Log ``message % args`` at INFO, unless ``kind`` has had its burst this window."""
-        now = time.monotonic()
-        with self._lock:
-            start, shown, dropped = self._kinds.get(kind, (now, 0, 0))
-            if now - start >= self.window:
-                if dropped:
-                    self.logger.info("... and %d more like it in %g s", dropped, now - start)
-                start, shown, dropped = now, 0, 0
-            emit = shown < self.burst
-            self._kinds[kind] = (start, shown + emit, dropped + (not emit))
-        if emit:
-            self.logger.info(message, *args)
 
 quiet = Throttle(log)
 
