@@ -36,8 +36,12 @@ LISTEN_POLL_S = 1.0
 # after this long.
 LISTEN_RETRY_S = 30.0
 
-# How often it looks for revoked tokens and ended sessions among its subscribers.
+# How often it looks for ended sessions among its subscribers.
 LIVENESS_S = 5.0
+
+# How often, at most, it looks for revoked tokens (one read of the tokens): before every look
+# at the log, so a revoked token's streams hear nothing more and end within this and a look.
+REVOCATION_S = 0.2
 
 # Events read from one knowledge base's log at a time while catching up.
 EVENTS_PAGE = 100
@@ -248,6 +252,8 @@ class Hub:
                         self._heads = heads
                         self._ready.set()
                     else:
+                        # Revocations first: no event reaches a token revoked before it.
+                        self._end_revoked(store)
                         self._catch_up(store, heads)
                     if since_liveness >= LIVENESS_S:
                         since_liveness = 0.0
@@ -266,7 +272,8 @@ class Hub:
                 if waiter is not None:
                     started = time.monotonic()
                     try:
-                        waiter.wait(LISTEN_POLL_S)
+                        # A revocation sends no NOTIFY: with token streams open, look often.
+                        waiter.wait(REVOCATION_S if self._token_streams() else LISTEN_POLL_S)
                     except ToolError as exc:
                         log.info("%s; polling every %g s", exc.message, self.interval)
                         waiter.close()
@@ -329,16 +336,25 @@ class Hub:
                     self.remove(subscriber)
                     break
 
-    def _check_liveness(self, store):
-        """End the subscribers of revoked tokens and of sessions that ended."""
-        subscribers = self.subscribers()
-        if not subscribers:
+    def _token_streams(self):
+        """Whether a token's subscriber is open here."""
+        return any(s.token for s in self.subscribers())
+
+    def _end_revoked(self, store):
+        """End the subscribers of revoked tokens."""
+        if not self._token_streams():
             return
         revoked = {t["name"] for t in store.tokens.list() if t.get("revoked_at")}
-        for subscriber in subscribers:
+        for subscriber in self.subscribers():
             if subscriber.token and subscriber.principal.name in revoked:
                 log.info("token %s was revoked; its notification stream ends",
                          subscriber.principal.name)
                 self.remove(subscriber)
-            elif subscriber.source is not None and subscriber.uris(store) is None:
+
+    def _check_liveness(self, store):
+        """End the subscribers of sessions that ended (and of revoked tokens)."""
+        self._end_revoked(store)
+        for subscriber in self.subscribers():
+            if subscriber.source is not None and subscriber.uris(store) is None:
                 self.remove(subscriber)
+
