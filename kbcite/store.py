@@ -187,6 +187,12 @@ class KBStore:
         with self._tool_errors("resources/list"):
             return catalog.page(self._ctx, granted_set(granted), after, limit)
 
+    def list_recent(self, kb_id, *, granted, offset=0, limit=50):
+        """``(rows, total)``: a page of a granted knowledge base's published articles, the
+        newest change first (``kbcite.catalog.recent``)."""
+        with self._tool_errors("list_recent"):
+            return catalog.recent(self._ctx, granted_set(granted), kb_id, offset, limit)
+
     def change_waiter(self):
         """A connection of its own that wakes a watcher of the event log at commits
         (PostgreSQL's LISTEN), or None where the engine has none (SQLite: poll the heads);
