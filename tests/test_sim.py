@@ -68,7 +68,9 @@ def default_run(tmp_path_factory):
     return proc, json.loads(out.read_text(encoding="utf-8"))
 
 
+# The default run takes seconds: its tests are slow, and Python 3.9's CI leg runs them (py39).
 @pytest.mark.slow
+@pytest.mark.py39
 def test_default_run_matches_golden_counts(default_run):
     proc, report = default_run
     assert proc.returncode == 0, proc.stderr
@@ -84,6 +86,8 @@ def test_the_golden_file_only_gained_keys():
         SIX_TABLES_SHA256
 
 
+@pytest.mark.slow
+@pytest.mark.py39
 def test_default_run_checks_hold_and_tables_print(default_run):
     proc, report = default_run
     assert report["check_mismatches"] == []
@@ -112,6 +116,8 @@ def test_default_run_checks_hold_and_tables_print(default_run):
     assert [e["edits"] for e in report["edits"]] == [150, 150, 150, 150]
 
 
+@pytest.mark.slow
+@pytest.mark.py39
 def test_default_run_passages_add_up(default_run):
     """The seventh table's invariants, whatever its counts are."""
     _, report = default_run
@@ -143,6 +149,8 @@ def test_default_run_passages_add_up(default_run):
     assert len(passages["per_seed"]) == 5
 
 
+@pytest.mark.slow
+@pytest.mark.py39
 def test_json_has_the_documented_keys(default_run):
     _, report = default_run
     for key in ("config", "seeds", "workload", "staleness", "detection", "cost", "edits",
@@ -288,8 +296,8 @@ def test_shuffle_is_a_permutation_and_titles_are_unique():
 # -- closed-form expectations ------------------------------------------------------------------
 
 
-# A small day, quick enough for 200 seeds in one process, with enough citations, saves and edits
-# per seed that every figure has something to count.
+# A small day, quick enough for 200 seeds, with enough citations, saves and edits per seed that
+# every figure has something to count.
 TINY = Config(articles=40, questions=20, saves=30, hours=2)
 
 
@@ -326,9 +334,18 @@ def edit_figures(r):
     return rows
 
 
+def usable_cpus():
+    """The CPUs this process may run on (its affinity where the platform tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @pytest.fixture(scope="module")
 def many_seeds():
-    return run(list(range(1, 201)), TINY, processes=1)
+    """200 seeds of the TINY day, across the processes the machine has (the figures do not
+    depend on how many: test_same_counts_in_one_process_and_in_two)."""
+    return run(list(range(1, 201)), TINY, processes=usable_cpus())
 
 
 def passage_figures(p, mode):
@@ -368,6 +385,7 @@ def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(
             assert 4 * se < 0.2 * expected_mean, (label, se, expected_mean)
 
 
+@pytest.mark.slow  # the 200-seed run
 def test_expectations_from_the_parameters_alone_match_the_control(many_seeds):
     """The control's expectation needs no observation at all: every article has q = 1/N."""
     q, saves = 1.0 / TINY.articles, TINY.saves

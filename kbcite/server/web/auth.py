@@ -15,6 +15,7 @@ signs in once.
 import hashlib
 import hmac
 import secrets
+import time
 from http.cookies import CookieError, SimpleCookie
 
 from ...tokens import (KIND_LINK, KIND_WEB, LINK_TTL_S, WEB_SESSIONS_PER_TOKEN, pack,
@@ -22,6 +23,10 @@ from ...tokens import (KIND_LINK, KIND_WEB, LINK_TTL_S, WEB_SESSIONS_PER_TOKEN, 
 
 COOKIE = "kb_session"
 LOGIN_COOKIE = "kb_login"  # the sign-in form's CSRF token, before there is a session
+
+
+# A session's idle time restarts at most this often (a write), not at every page (a read).
+TOUCH_EVERY_S = 60
 
 
 class Person:
@@ -90,7 +95,8 @@ class WebSessions:
             row = store.sessions.find(session_id, name, idle_s=self.idle_s)
             if row is None or row["protocol_version"] != KIND_WEB:
                 return None
-            store.sessions.touch(session_id)
+            if time.time() * 1000000 - row["seen_us"] > TOUCH_EVERY_S * 1000000:
+                store.sessions.touch(session_id)
         caps = row["capabilities"]
         return Person(name, caps["grants"], caps["writes"], self.csrf_for(secret), session_id)
 
