@@ -23,6 +23,7 @@ from .inbound import (LATEST_LEGACY, LEGACY_VERSIONS, META_CAPABILITIES, META_SE
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
                       UNSUPPORTED_VERSION, RpcError, tool_error, tool_result)
 from .session import Call, Cancelled, Principal, Session
+from .throttle import Throttle
 
 EDIT_TOOL = "edit_knowledge_article"
 
@@ -54,6 +55,7 @@ VISIBLE_TOOLS = {denied: frozenset(t["name"] for t in TOOLS
                  for denied in (False, True)}
 
 log = logging.getLogger(__name__)
+quiet = Throttle(log)
 
 
 class Listen:
@@ -199,11 +201,13 @@ class Protocol:
         session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         session.protocol_version = version
         client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
-        log.info("session %s: client %s %s, protocol %s (asked %s), form elicitation %s, "
-                 "caller %s, writes %s", session.id or "stdio", client.get("name", "?"),
-                 client.get("version", "?"), version, requested,
-                 "yes" if client_supports_form_elicitation(session.client_capabilities) else "no",
-                 session.principal.name, session.principal.writes)
+        # Throttled per token, as refusals are: a flood of initialize writes a few lines.
+        quiet.info("session %s" % session.principal.name,
+                   "session %s: client %s %s, protocol %s (asked %s), form elicitation %s, "
+                   "caller %s, writes %s", session.id or "stdio", client.get("name", "?"),
+                   client.get("version", "?"), version, requested,
+                   "yes" if client_supports_form_elicitation(session.client_capabilities)
+                   else "no", session.principal.name, session.principal.writes)
         return {"protocolVersion": version, "capabilities": self.capabilities(version),
                 "serverInfo": self.server_info, "instructions": INSTRUCTIONS}
 

@@ -8,7 +8,7 @@ from ..pool import Connections
 from ..inbound import SERVER_NAME
 from ..session import Principal
 from ..throttle import Throttle
-from .request import MCP_PATH, METADATA_PATH, Refusal, refusal, unavailable
+from .request import AUTHENTICATED, MCP_PATH, METADATA_PATH, Refusal, refusal, unavailable
 
 # Token checks have connections of their own: a request is authenticated even while every tool
 # connection is busy.
@@ -56,6 +56,8 @@ class Auth:
                                        "revoked)"),
                           [(b"WWW-Authenticate",
                             (challenge + ', error="invalid_token"').encode("latin-1"))])
+        # The connection may now use the slots kept for authenticated clients (h11_guard).
+        req.scope[AUTHENTICATED] = True
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
     def authenticated(self, req):
