@@ -1,10 +1,12 @@
 """kb-server, the MCP server of the knowledge-base store: stdio or Streamable HTTP, both eras.
 
-Layers, each ignorant of the ones above it: ``jsonrpc`` (framing); ``session`` (requests in
-flight, cancellation), ``approval`` (a person approves an edit) and ``pool`` (store
-connections: reads apart from edits); ``protocol`` (eras and methods, no I/O); the transports:
-``stdio``, and HTTP as an ASGI app (the ``http`` package, with handshake sessions kept in
-the store; ``asgi`` re-exports what a deployment names) that ``http.serve`` runs on uvicorn
-with the ``http.h11_guard`` protocol; ``cli`` on top. Run it as ``kb-server`` or ``python -m kbcite.server``; stdio needs the
-standard library alone, HTTP the ``[http]`` extra.
+Three layers, each ignorant of the ones above it. Bytes to messages: ``stdio`` and the
+``http`` package (an ASGI app with handshake sessions kept in the store, run by
+``http.serve`` on uvicorn with the ``http.h11_guard`` protocol; ``asgi`` re-exports what a
+deployment names). Messages to decisions: ``inbound`` (each message judged once, no I/O),
+``dispatch`` (one admission for both transports), ``protocol`` (eras and methods, no I/O),
+``approval`` (a person approves an edit), ``resources`` and ``subscriptions``. The ground:
+``jsonrpc`` (framing), ``session`` (the caller, requests in flight, cancellation) and ``pool``
+(store connections: reads apart from edits). ``cli`` on top. Run it as ``kb-server`` or
+``python -m kbcite.server``; stdio needs the standard library alone, HTTP the ``[http]`` extra.
 """

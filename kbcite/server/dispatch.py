@@ -11,9 +11,10 @@ how bytes travel.
 import logging
 
 from .approval import ApprovalSigner
-from .jsonrpc import RpcError, error_response, is_request_id
-from .protocol import Context, Listen, Protocol, answer
-from .session import Call
+from .jsonrpc import (INTERNAL_ERROR, RpcError, error_response, is_request_id,
+                      result_response)
+from .protocol import Context, Listen, Protocol
+from .session import Call, Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +84,21 @@ class Dispatch:
                       modern=route.modern, meta=route.meta or {},
                       subscriptions=subscriptions, notify=notify)
         try:
-            response = answer(self.protocol, message, ctx)
+            result = self.protocol.handle(message, ctx)
+        except Cancelled:
+            return Outcome(call)  # no response for it
+        except RpcError as exc:
+            return Outcome(call, error_response(message["id"], exc))
+        except Exception:  # a bug: the client hears -32603, the log has the traceback
+            log.exception("%s failed", message.get("method"))
+            return Outcome(call, error_response(message["id"], RpcError(INTERNAL_ERROR,
+                                                                        "Internal error")))
         finally:
             if session is not None:
                 session.end(call)
-        if isinstance(response, Listen):
-            return Outcome(call, listen=response)
-        return Outcome(call, response)
+        if isinstance(result, Listen):
+            return Outcome(call, listen=result)  # the transport opens the stream
+        return Outcome(call, result_response(message["id"], result))
 
     @staticmethod
     def notification(message, session, keeper, listens=None):

@@ -67,7 +67,8 @@ class Route:
     """What one message is and how to serve it, decided once."""
 
     __slots__ = ("kind", "method", "era", "meta", "tool", "may_wait", "needs_store",
-                 "opens_session", "error", "version_header", "knowledge_base")
+                 "opens_session", "error", "version_header", "modern", "sessionless",
+                 "version_served", "knowledge_base")
 
     def __init__(self, kind, method=None, era=None, meta=None, tool=None, error=None,
                  version_header=None, knowledge_base=None):
@@ -83,22 +84,18 @@ class Route:
         self.opens_session = era == "legacy" and method == "initialize"
         # Why the message cannot be served (an RpcError), answered in place of it.
         self.error = error
-        # The MCP-Protocol-Version header, as sent (checked against a session's era).
+        # The MCP-Protocol-Version header, as sent (checked against a session's era), and
+        # whether a handshake session may be served under it.
         self.version_header = version_header
+        self.version_served = version_header is None or version_header in LEGACY_VERSIONS
+        # Whether the request is served statelessly (2026-07-28).
+        self.modern = era == "modern"
+        # Whether a request needs no handshake session found for it, whatever it names: a
+        # 2026-07-28 request is self-contained, and an initialize makes one anew.
+        self.sessionless = kind == "request" and (self.modern or method == "initialize")
         # The knowledge base a tools/call names (a string, else None): a team issuer's token
         # is checked for the scope a writing tool needs on it before the call is served.
         self.knowledge_base = knowledge_base
-
-    @property
-    def modern(self):
-        """Whether the request is served statelessly (2026-07-28)."""
-        return self.era == "modern"
-
-    @property
-    def sessionless(self):
-        """Whether a request needs no handshake session found for it, whatever it names: a
-        2026-07-28 request is self-contained, and an initialize makes one anew."""
-        return self.kind == "request" and (self.era == "modern" or self.method == "initialize")
 
 
 def decode_name(value):
@@ -202,7 +199,7 @@ def session_version_error(route, negotiated):
     unsupported MCP-Protocol-Version"; any handshake version this server speaks is served in
     the session (the SDKs' servers do the same). None when the header is fine or absent."""
     version = route.version_header
-    if version is None or version in LEGACY_VERSIONS:
+    if route.version_served:
         return None
     return RpcError(INVALID_REQUEST, "Bad Request: MCP-Protocol-Version %.40s is not a version "
                     "this session can speak (%s; negotiated %s)"

@@ -4,7 +4,8 @@ The era is an ``initialize`` handshake and its session (2025-11-25 and earlier),
 2026-07-28 ``_meta`` of that very request, nothing inferred from earlier ones; ``inbound``
 decides it once, in the request's route, and the protocol takes it from there. The method
 tables say what each era serves; the caller's grants and write mode (its token's, or the
-command line's) say what it may do. Transports hand messages in and send back what comes out.
+command line's) say what it may do. Dispatch hands each request in and sends back what comes
+out.
 """
 
 import logging
@@ -20,9 +21,9 @@ from .inbound import (LATEST_LEGACY, LEGACY_VERSIONS, META_CAPABILITIES, META_SE
                       META_SUBSCRIPTION, META_VERSION, MODERN_VERSIONS, SERVER_NAME,
                       SERVER_VERSION, SUPPORTED_VERSIONS)
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-                      UNSUPPORTED_VERSION, RpcError, error_response, result_response,
-                      tool_error, tool_result)
+                      UNSUPPORTED_VERSION, RpcError, tool_error, tool_result)
 from .session import Call, Cancelled, Principal, Session
+from .throttle import Throttle
 
 EDIT_TOOL = "edit_knowledge_article"
 
@@ -48,7 +49,13 @@ INSTRUCTIONS = (
     "cited. Every edit may need a person's approval."
 )
 
+# The tool names a caller may call, by whether its writes are denied: looked up per call.
+VISIBLE_TOOLS = {denied: frozenset(t["name"] for t in TOOLS
+                                   if not (denied and t["name"] == EDIT_TOOL))
+                 for denied in (False, True)}
+
 log = logging.getLogger(__name__)
+quiet = Throttle(log)
 
 
 class Listen:
@@ -194,11 +201,13 @@ class Protocol:
         session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         session.protocol_version = version
         client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
-        log.info("session %s: client %s %s, protocol %s (asked %s), form elicitation %s, "
-                 "caller %s, writes %s", session.id or "stdio", client.get("name", "?"),
-                 client.get("version", "?"), version, requested,
-                 "yes" if client_supports_form_elicitation(session.client_capabilities) else "no",
-                 session.principal.name, session.principal.writes)
+        # Throttled per token, as refusals are: a flood of initialize writes a few lines.
+        quiet.info("session %s" % session.principal.name,
+                   "session %s: client %s %s, protocol %s (asked %s), form elicitation %s, "
+                   "caller %s, writes %s", session.id or "stdio", client.get("name", "?"),
+                   client.get("version", "?"), version, requested,
+                   "yes" if client_supports_form_elicitation(session.client_capabilities)
+                   else "no", session.principal.name, session.principal.writes)
         return {"protocolVersion": version, "capabilities": self.capabilities(version),
                 "serverInfo": self.server_info, "instructions": INSTRUCTIONS}
 
@@ -245,7 +254,7 @@ class Protocol:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(INVALID_PARAMS, "Invalid params: name must be a string")
-        names = [t["name"] for t in self.tools_for(ctx.principal)]
+        names = VISIBLE_TOOLS[ctx.principal.writes == "deny"]
         if name not in names:
             hint = (" (edits are denied to this caller: the server was started with --writes "
                     "deny, or its token made with --writes deny)") if name == EDIT_TOOL else ""
@@ -403,20 +412,3 @@ class Protocol:
                                        actor=ctx.principal.name)
             finally:
                 call.interrupt = None
-
-
-def answer(protocol, message, ctx):
-    """The response to one request (or None if it was cancelled); never raises."""
-    request_id = message["id"]
-    try:
-        result = protocol.handle(message, ctx)
-        if isinstance(result, Listen):
-            return result  # the transport opens the stream
-        return result_response(request_id, result)
-    except Cancelled:
-        return None
-    except RpcError as exc:
-        return error_response(request_id, exc)
-    except Exception:  # a bug: the client hears -32603, the log has the traceback
-        log.exception("%s failed", message.get("method"))
-        return error_response(request_id, RpcError(INTERNAL_ERROR, "Internal error"))

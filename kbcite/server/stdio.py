@@ -11,7 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .dispatch import LocalSessions
 from .inbound import route
-from .jsonrpc import INTERNAL_ERROR, PARSE_ERROR, RpcError, encode, error_response, id_if_any, id_key
+from .jsonrpc import (INTERNAL_ERROR, PARSE_ERROR, RpcError, encode, error_response, id_if_any,
+                      id_key)
 from .pool import READERS
 from .session import Cancelled, Session
 from .subscriptions import SUBSCRIPTIONS_MAX, Hub, Subscriber, TooMany

@@ -1,5 +1,4 @@
-"""The log throttle: a flood of refusals (bad framing, bad tokens, a full server) cannot fill
-the log, whichever layer refuses them."""
+"""Log lines a flood can cause, kept to a few a kind every few seconds."""
 
 import threading
 import time
@@ -29,4 +28,3 @@ class Throttle:
             self._kinds[kind] = (start, shown + emit, dropped + (not emit))
         if emit:
             self.logger.info(message, *args)
-

@@ -128,7 +128,8 @@ class McpApp:
     async def _route(self, req, receive, send):
         """The request's checks in order (framing, endpoint, Origin and Host), then its
         method's own."""
-        check_framing(req)
+        if req.framing is not None:
+            check_framing(req)
         method = req.method
         if method == "GET" and req.path == METADATA_PATH and (
                 self.settings.authorization_server or self.settings.oauth_issuer):

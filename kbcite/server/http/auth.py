@@ -14,8 +14,8 @@ from ..pool import Connections
 from ..inbound import SERVER_NAME, WAITING_TOOLS
 from ..session import Principal
 from ..throttle import Throttle
-from .request import (MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal, refusal,
-                      unavailable)
+from .request import (AUTHENTICATED, MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal,
+                      refusal, unavailable)
 
 # Token checks have connections of their own: a request is authenticated even while every tool
 # connection is busy.
@@ -86,6 +86,8 @@ class Auth:
             raise Refusal(401, refusal("Unauthorized: the token is not valid (unknown or "
                                        "revoked)"),
                           [(b"WWW-Authenticate", self.challenge(req, ("error", "invalid_token")))])
+        # The connection may now use the slots kept for authenticated clients (h11_guard).
+        req.scope[AUTHENTICATED] = True
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
     def _issuers(self, req, store, token, routed):
@@ -114,6 +116,7 @@ class Auth:
                  for kb, granted in scopes.rights(identity.scopes).items()}
         for kb, mode in store.grants.of(identity.subject, identity.groups).items():
             modes[kb] = broader(modes.get(kb), mode)
+        req.scope[AUTHENTICATED] = True
         return Principal(identity.subject, frozenset(modes), "deny",
                          kb_writes=frozenset(modes.items()), issuer=identity.issuer)
 

@@ -118,12 +118,17 @@ class Exchange:
         body = await self._body(length)
         if body is None:
             return None  # the client went away
-        parsed = self._route(_parse(body)) if length <= SMALL_BODY else None
+        parsed = None
+        if length <= SMALL_BODY:
+            message, problem = _parse(body)
+            parsed = message, problem, (route(message, req.scope["headers"]) if problem is None
+                                        else None)
         watch = watcher = None
         if parsed is None or (parsed[2] is not None and parsed[2].may_wait):
             watch = Watch()
             watcher = asyncio.ensure_future(_watch(self.receive, watch))
-        stream = Stream(asyncio.get_running_loop(), self.send, app.guards.cors(req))
+        # A question put to the client streams the answer; the stream is made only then.
+        stream = Stream(asyncio.get_running_loop(), self.send, lambda: app.guards.cors(req))
         try:
             reply = await app.on_thread(req, self._message, body, parsed, principal, stream,
                                         watch)
@@ -134,13 +139,6 @@ class Exchange:
             await app.streams.hold(req, self.receive, self.send, reply)
             return None
         return reply
-
-    def _route(self, parsed):
-        """``(message, parse error, Route)``: the message judged once, with this request's
-        headers (``inbound``)."""
-        message, problem = parsed
-        return message, problem, (route(message, self.req.scope["headers"]) if problem is None
-                                  else None)
 
     async def _body(self, length):
         """The body's bytes, whole; None when the client went away first."""
@@ -167,11 +165,13 @@ class Exchange:
         session = None
         try:
             if parsed is None:
-                parsed = self._route(_parse(body))
-            message, problem, routed = parsed
+                message, problem = _parse(body)
+                routed = route(message, req.scope["headers"]) if problem is None else None
+            else:
+                message, problem, routed = parsed
             session_id = req.header(b"mcp-session-id")
             try:
-                with app.auth.borrow() as store:
+                with app.auth.connections.borrow() as store:
                     if principal is None:
                         principal = app.auth.authenticate(req, store, routed)
                     if routed is not None:
@@ -222,10 +222,9 @@ class Exchange:
                          error_response(message["id"], routed.error))
         if routed.opens_session:
             session = new = app.sessions.new(principal)
-        elif session is not None:
+        elif session is not None and not routed.version_served:
             error = session_version_error(routed, session.protocol_version)
-            if error is not None:
-                return Reply(400, error_response(message["id"], error))
+            return Reply(400, error_response(message["id"], error))
         call, refused = app.dispatch.begin(message, session)
         if refused is not None:
             return Reply(400, refused.response)

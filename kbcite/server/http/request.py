@@ -12,6 +12,10 @@ METADATA_PATH = "/.well-known/oauth-protected-resource" + MCP_PATH
 # A refusal that asks the client to come back says when.
 RETRY_AFTER_S = 1
 
+# Set in a request's scope once its bearer token is valid: the guarded protocol lets such a
+# connection out of its address's share (h11_guard).
+AUTHENTICATED = "kbcite.authenticated"
+
 log = logging.getLogger(__name__)
 
 quiet = Throttle(log)

@@ -17,9 +17,9 @@ import socket
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from .app import MCP_PATH, McpApp
-from .h11_guard import GuardedH11Protocol
 from ..inbound import SERVER_NAME, SERVER_VERSION
+from .app import MCP_PATH, McpApp
+from .h11_guard import ADDRESS_SHARE, GuardedH11Protocol
 
 try:
     import resource
@@ -144,7 +144,12 @@ def serve(settings, guard, host, port, workers=1, ssl_certfile=None, ssl_keyfile
         # The issuer's tokens must name this resource; by default, the URL served (RFC 8707).
         settings = dataclasses.replace(settings, oauth_audience=serving_line(
             host, sock.getsockname()[1], ssl_certfile is not None).split()[-1])
-    guard = dataclasses.replace(guard, max_connections=fit_descriptors(guard.max_connections))
+    # Room for the cap and the reserve above it (h11_guard's Guard.ceiling); where the
+    # descriptors hold fewer, the cap shrinks to leave the reserve its share.
+    fit = fit_descriptors(guard.ceiling)
+    if fit < guard.ceiling:
+        guard = dataclasses.replace(guard, max_connections=max(
+            1, fit * ADDRESS_SHARE // (ADDRESS_SHARE + 1)))
     made = config(settings, guard, workers, ssl_certfile, ssl_keyfile)
     announce(serving_line(host, sock.getsockname()[1], ssl_certfile is not None))
     if workers == 1:

@@ -22,6 +22,7 @@ from ..jsonrpc import id_key, is_request_id
 from ..pool import Connections
 from ..session import Session
 from ..subscriptions import TooMany
+from ..throttle import Throttle
 from .request import Refusal, Reply, refusal, unavailable
 
 # A session ends after this long without a request (2025-11-25 transports.mdx, "Session
@@ -49,6 +50,7 @@ LONG_CALL_S = 1.0
 WRITE_CONNECTIONS = 2
 
 log = logging.getLogger(__name__)
+quiet = Throttle(log)
 
 
 class HttpSessions:
@@ -85,8 +87,9 @@ class HttpSessions:
                 session.id, session.principal.name, session.protocol_version,
                 session.client_capabilities, idle_s=self.timeout_s, per_token=self.per_token)
         for old in evicted:
-            log.info("session %s ended: token %s opened more than %d sessions", old,
-                     session.principal.name, self.per_token)
+            quiet.info("evicted %s" % session.principal.name,
+                       "session %s ended: token %s opened more than %d sessions", old,
+                       session.principal.name, self.per_token)
             self._end_here(old)
         if expired:
             log.info("%d session(s) ended after %g s without a request", expired, self.timeout_s)
@@ -110,7 +113,8 @@ class HttpSessions:
         session.initialized = session.initialized or row["initialized"]
         if row["seen_us"] < time.time() * 1000000 - self.touch_us:
             self._touch_later(session_id)
-        self._start_poller()
+        if self._poller is None:
+            self._start_poller()
         return session
 
     def release(self, session):

@@ -46,9 +46,13 @@ class Stream:
     ask the client something first (2025-11-25 elicitation), closed by the last event, the
     answer (transports.mdx, "Sending Messages to the Server", item 6)."""
 
+    __slots__ = ("loop", "send", "headers", "started")
+
     def __init__(self, loop, send, headers):
         self.loop = loop
         self.send = send
+        # The response's own headers (CORS), made when the stream opens: most requests never
+        # open one.
         self.headers = headers
         self.started = False
 
@@ -68,7 +72,7 @@ class Stream:
         if not self.started:
             self.started = True
             if not self._run({"type": "http.response.start", "status": 200,
-                              "headers": SSE_HEADERS + self.headers}):
+                              "headers": SSE_HEADERS + self.headers()}):
                 call.cancelled.set()
 
         def send(message):
