@@ -37,6 +37,7 @@ from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SUBSCRIPTIONS
                        Listen, Principal, Protocol, answer)
 from .session import Call, Cancelled
 from .subscriptions import Hub, Subscriber, TooMany
+from .throttle import Throttle
 from . import web
 
 MCP_PATH = "/mcp"
@@ -54,6 +55,10 @@ SMALL_BODY = 64 * 1024
 # Requests in progress at once per process, each on a thread (a question waiting for its
 # person holds one, but no store connection); one more is 503 at once.
 MAX_REQUESTS = 128
+
+# Set in a request's scope once its bearer token is valid: the guarded protocol lets such a
+# connection out of its address's share (kbcite.server.h11_guard).
+AUTHENTICATED = "kbcite.authenticated"
 
 # Token checks have connections of their own: a request is authenticated even while every tool
 # connection is busy.
@@ -162,31 +167,6 @@ class Reply:
         # False for a refused preflight: the browser must not read it as allowed.
         self.cors = cors
 
-
-class Throttle:
-    """At most ``burst`` log lines of one kind every ``window`` seconds; the rest are counted
-    and said in one line, so a flood of refusals cannot fill the log."""
-
-    def __init__(self, logger, burst=10, window=10.0):
-        self.logger = logger
-        self.burst = burst
-        self.window = window
-        self._kinds = {}
-        self._lock = threading.Lock()
-
-    def info(self, kind, message, *args):
-        """Log ``message % args`` at INFO, unless ``kind`` has had its burst this window."""
-        now = time.monotonic()
-        with self._lock:
-            start, shown, dropped = self._kinds.get(kind, (now, 0, 0))
-            if now - start >= self.window:
-                if dropped:
-                    self.logger.info("... and %d more like it in %g s", dropped, now - start)
-                start, shown, dropped = now, 0, 0
-            emit = shown < self.burst
-            self._kinds[kind] = (start, shown + emit, dropped + (not emit))
-        if emit:
-            self.logger.info(message, *args)
 
 quiet = Throttle(log)
 
@@ -457,8 +437,8 @@ class SessionSubscriptions:
     def add(self, uri):
         """Subscribe the session to ``uri``; TooMany past its token's bound."""
         with self.app.sessions_store() as store:
-            done = store.session_subscribe(self.session.id, self.session.principal.name, uri,
-                                           per_token=self.app.settings.subscriptions_per_token)
+            done = store.sessions.subscribe(self.session.id, self.session.principal.name, uri,
+                                            per_token=self.app.settings.subscriptions_per_token)
         if done is False:
             raise TooMany("the sessions of token %s subscribe to %d URIs, the bound; "
                           "unsubscribe some first" % (self.session.principal.name,
@@ -467,7 +447,7 @@ class SessionSubscriptions:
     def remove(self, uri):
         """Forget the session's subscription to ``uri``."""
         with self.app.sessions_store() as store:
-            store.session_unsubscribe(self.session.id, uri)
+            store.sessions.unsubscribe(self.session.id, uri)
 
 
 class ListenStreams:
@@ -710,13 +690,15 @@ class McpApp:
             raise Refusal(401, refusal("Unauthorized: send Authorization: Bearer TOKEN (kb token "
                                        "create makes one)"),
                           [(b"WWW-Authenticate", challenge.encode("latin-1"))])
-        found = store.token_principal(token)
+        found = store.tokens.principal(token)
         if found is None:
-            quiet.info("401", "401 for %s: %s", req.client, store.token_refusal(token))
+            quiet.info("401", "401 for %s: %s", req.client, store.tokens.refusal(token))
             raise Refusal(401, refusal("Unauthorized: the token is not valid (unknown or "
                                        "revoked)"),
                           [(b"WWW-Authenticate",
                             (challenge + ', error="invalid_token"').encode("latin-1"))])
+        # The connection may now use the slots kept for authenticated clients (h11_guard).
+        req.scope[AUTHENTICATED] = True
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
     def metadata_url(self, req):
@@ -988,8 +970,8 @@ class McpApp:
                 if "text/event-stream" not in (req.header(b"accept") or ""):
                     raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
                                                "stream; send Accept: text/event-stream"))
-                row = store.session_find(session_id, principal.name,
-                                         idle_s=self.settings.session_timeout)
+                row = store.sessions.find(session_id, principal.name,
+                                          idle_s=self.settings.session_timeout)
             if row is None:
                 raise Refusal(404, refusal("Session not found: it ended, or never was; send "
                                            "initialize for a new one"))
@@ -1002,7 +984,7 @@ class McpApp:
                                       "a session has one"))
 
         def source(watcher_store):
-            return watcher_store.session_subscriptions(session_id)
+            return watcher_store.sessions.subscriptions(session_id)
 
         subscriber = Subscriber(principal, None, token=True, list_changed=True, source=source)
         subscriber.session_id = session_id
