@@ -253,6 +253,38 @@ def unified(old_title, old_content, new_title, new_content, *, limit=CHANGED_CHA
             "hidden_lines": hidden_lines, "hidden_chars": hidden_chars}
 
 
+def _changes(base, text):
+    """The changes from ``base`` to ``text`` as ``(start, end, new lines)`` of base lines."""
+    a, b, codes = opcodes(base, text)
+    return [(i1, i2, b[slice(j1, j2)]) for tag, i1, i2, j1, j2 in codes if tag != "equal"]
+
+
+def merge(base, mine, theirs):
+    """``mine``'s changes to ``base`` re-applied onto ``theirs`` (a later version of it), or
+    None where the two changed the same lines or lines next to each other (a conflict)."""
+    if mine == base:
+        return theirs
+    ending = not (mine.endswith("\n") or theirs.endswith("\n"))
+    base, mine, theirs = _terminated(base), _terminated(mine), _terminated(theirs)
+    ours, others = _changes(base, mine), _changes(base, theirs)
+    every = sorted([(start, end, lines, 0) for start, end, lines in ours] +
+                   [(start, end, lines, 1) for start, end, lines in others])
+    for (s1, e1, _, who1), (s2, e2, _, who2) in zip(every, every[1:]):
+        # Sorted by start: a change that reaches (or touches) the next one's start is a
+        # conflict, unless both are the same side's (they never overlap each other).
+        if who1 != who2 and s2 <= e1:
+            return None
+    lines, at = _split(base), 0
+    out = []
+    for start, end, new, _ in every:
+        out += lines[at:start]
+        out += new
+        at = end
+    out += lines[at:]
+    merged = "".join(out)
+    return merged[:-1] if ending and merged.endswith("\n") else merged
+
+
 def _chars(lines):
     """The characters of ``lines``, their newlines not counted."""
     # Every line but the text's last ends with a newline.

@@ -16,7 +16,7 @@ FLOORS = {
     3: ["kbcite.edits", "kbcite.articles", "kbcite.events", "kbcite.reads", "kbcite.importer",
         "kbcite.markdown", "kbcite.tokens", "kbcite.sessions", "kbcite.audit", "kbcite.access",
         "kbcite.context", "kbcite.history", "kbcite.citations", "kbcite.changes",
-        "kbcite.catalog",
+        "kbcite.catalog", "kbcite.proposals",
         "kbcite.folder", "kbcite.exporter",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
     2: ["kbcite.engines.*"],

@@ -31,6 +31,7 @@ import contextlib
 
 from ..errors import NotAStore, StoreBusy, StoreDamaged, StoreFailed
 from ..limits import SCHEMA_VERSION
+from .proposals_sql import ProposalSQL
 
 # The columns every read of an article's full row selects, and the join that brings its text.
 ARTICLE_COLUMNS = ("a.pk, a.article_id, a.title, t.content, a.published, a.version_us, "
@@ -38,7 +39,7 @@ ARTICLE_COLUMNS = ("a.pk, a.article_id, a.title, t.content, a.published, a.versi
 ARTICLE_FROM = "articles AS a JOIN texts AS t ON t.pk = a.text_pk"
 # A version's row, without its text.
 VERSION_COLUMNS = ("article_pk", "version_us", "updated_at", "action", "sequence", "event",
-                   "published", "title", "text_pk", "bytes", "actor", "summary")
+                   "published", "title", "text_pk", "bytes", "actor", "summary", "approver")
 
 KB_COLUMNS = ("pk, kb_id, head_sequence, published_count, title_tokens, body_tokens, "
               "import_root")
@@ -91,7 +92,7 @@ SESSION_COLUMNS = ("id, token_name, protocol_version, capabilities, initialized,
                    "seen_us")
 
 
-class Engine:
+class Engine(ProposalSQL):
     """The shared SQL steps; a subclass supplies the connection, transactions and index."""
 
     name = "engine"
@@ -748,8 +749,9 @@ class Engine:
     def audit_last_events(self, kb_pk):
         """Each article's last event."""
         last = {}
+        # A proposal's events say nothing of the article's state: they are left out.
         for r in self.rows("SELECT article_id, type, updated_at FROM events WHERE kb_pk = ? "
-                           "ORDER BY sequence", (kb_pk,)):
+                           "AND type NOT LIKE 'proposal.%' ORDER BY sequence", (kb_pk,)):
             last[r["article_id"]] = r
         return last
 

@@ -45,6 +45,7 @@ from .base import (
     KB_COLUMNS, SEARCH_DOC_COLUMNS, SESSIONS_SQL, TOKENS_SQL, VERSION_COLUMNS, Engine,
     busy_error, check_version, damaged_error, failed_error,
 )
+from .proposals_sql import PROPOSALS_SQL
 
 try:
     import psycopg
@@ -59,7 +60,7 @@ NAMEDATALEN = 64
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
           "idempotency", "search_docs", "search_terms", "title_terms", "tokens", "sessions",
-          "session_messages")
+          "session_messages", "proposals")
 
 # Each text an article has had, stored once (schema 4). Uncompressed out-of-line storage: a
 # snippet's substr() reads the first chunks of a long article, not all of it.
@@ -88,9 +89,13 @@ CREATE TABLE versions (
     bytes INTEGER NOT NULL,
     actor TEXT,
     summary TEXT,
+    approver TEXT,
     PRIMARY KEY (article_pk, version_us)
 )
 """
+# The versions table as schema 4 made it (schema 6 added the approver).
+VERSIONS_SQL_4 = VERSIONS_SQL.replace("    approver TEXT,\n", "")
+POSTGRES_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="BIGSERIAL PRIMARY KEY", big="BIGINT")
 
 SCHEMA_SQL = """
 CREATE TABLE kb_meta (
@@ -169,7 +174,7 @@ CREATE TABLE title_terms (
     pk BIGINT NOT NULL,
     PRIMARY KEY (kb_pk, term, title_len, pk)
 );
-""" + TOKENS_SQL + ";" + SESSIONS_SQL
+""" + TOKENS_SQL + ";" + SESSIONS_SQL + ";" + POSTGRES_PROPOSALS_SQL
 
 # SQLSTATE classes and codes, and what they mean to a caller.
 BUSY_STATES = ("55P03", "40001", "40P01", "57014")  # lock timeout, serialization, deadlock, cancel
@@ -440,7 +445,7 @@ class PostgresEngine(Engine):
                     "ALTER TABLE articles ADD COLUMN text_pk BIGINT REFERENCES texts(pk)",
                     "UPDATE articles SET text_pk = pk",
                     "ALTER TABLE articles ALTER COLUMN text_pk SET NOT NULL",
-                    "ALTER TABLE articles DROP COLUMN content"] + VERSIONS_SQL.split(";") + [
+                    "ALTER TABLE articles DROP COLUMN content"] + VERSIONS_SQL_4.split(";") + [
                     "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, "
                     "sequence, event, published, title, text_pk, bytes) SELECT a.pk, "
                     "a.version_us, a.kb_pk, a.updated_at, 'upgrade', e.sequence, e.type, "
@@ -454,6 +459,11 @@ class PostgresEngine(Engine):
         if found < 5:
             # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
             for statement in SESSIONS_SQL.split(";"):
+                self._conn.execute(statement)
+        if found < 6:
+            # Schema 6: proposals (writes mode review), and who approved a version.
+            for statement in ["ALTER TABLE versions ADD COLUMN approver TEXT"] + \
+                    POSTGRES_PROPOSALS_SQL.split(";"):
                 self._conn.execute(statement)
         self._conn.execute("UPDATE kb_meta SET value = %s WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))

@@ -19,6 +19,7 @@ import urllib.request
 from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
+from .proposals_sql import PROPOSALS_SQL
 from .base import (
     SEARCH_DOC_COLUMNS, SESSIONS_SQL, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
     failed_error,
@@ -64,8 +65,13 @@ CREATE TABLE versions (
     bytes INTEGER NOT NULL,
     actor TEXT,
     summary TEXT,
+    -- Who approved it, for an agent's proposal a person approved (writes mode review).
+    approver TEXT,
     PRIMARY KEY (article_pk, version_us)
 ) WITHOUT ROWID"""
+# The versions table as schema 4 made it (schema 6 added the approver).
+VERSIONS_SQL_4 = "\n".join(line for line in VERSIONS_SQL.split("\n")
+                           if "approver" not in line and "approved it" not in line)
 
 # knowledge_bases.import_root: the folder the last import read (made absolute), for the guard
 # on --prune. (A comment inside that column's line would break SQLite's DROP COLUMN.)
@@ -136,7 +142,9 @@ CREATE TABLE title_terms (
     PRIMARY KEY (kb_pk, term, title_len, pk)
 ) WITHOUT ROWID;
 """
-SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";"
+SQLITE_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="INTEGER PRIMARY KEY", big="INTEGER")
+SCHEMA_SQL = (CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";" +
+              SQLITE_PROPOSALS_SQL + ";")
 
 # Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).
@@ -164,7 +172,7 @@ MIGRATIONS = {
         "published, version_us, updated_at, source, import_version, pk FROM articles",
         "DROP TABLE articles",
         "ALTER TABLE articles_new RENAME TO articles",
-        VERSIONS_SQL,
+        VERSIONS_SQL_4,
         "CREATE TEMP TABLE last_events AS SELECT kb_pk, article_id, max(sequence) AS sequence "
         "FROM events GROUP BY kb_pk, article_id",
         "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, sequence, "
@@ -176,6 +184,8 @@ MIGRATIONS = {
         "DROP TABLE temp.last_events"],
     # Schema 4 to 5: the HTTP server's handshake sessions (kbcite.sessions).
     4: SESSIONS_SQL.split(";"),
+    # Schema 5 to 6: proposals (writes mode review), and who approved a version.
+    5: ["ALTER TABLE versions ADD COLUMN approver TEXT"] + SQLITE_PROPOSALS_SQL.split(";"),
 }
 
 # One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:
