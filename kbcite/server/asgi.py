@@ -37,6 +37,7 @@ from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SUBSCRIPTIONS
                        Listen, Principal, Protocol, answer)
 from .session import Call, Cancelled
 from .subscriptions import Hub, Subscriber, TooMany
+from . import web
 
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource" + MCP_PATH
@@ -456,8 +457,8 @@ class SessionSubscriptions:
     def add(self, uri):
         """Subscribe the session to ``uri``; TooMany past its token's bound."""
         with self.app.sessions_store() as store:
-            done = store.session_subscribe(self.session.id, self.session.principal.name, uri,
-                                           per_token=self.app.settings.subscriptions_per_token)
+            done = store.sessions.subscribe(self.session.id, self.session.principal.name, uri,
+                                            per_token=self.app.settings.subscriptions_per_token)
         if done is False:
             raise TooMany("the sessions of token %s subscribe to %d URIs, the bound; "
                           "unsubscribe some first" % (self.session.principal.name,
@@ -466,7 +467,7 @@ class SessionSubscriptions:
     def remove(self, uri):
         """Forget the session's subscription to ``uri``."""
         with self.app.sessions_store() as store:
-            store.session_unsubscribe(self.session.id, uri)
+            store.sessions.unsubscribe(self.session.id, uri)
 
 
 class ListenStreams:
@@ -501,6 +502,7 @@ class McpApp:
         self._in_progress = 0
         self._allowed = {}  # (scheme, server host, port) -> (hosts, origins)
         self._closed = False
+        self._web = None  # the people's pages, made on the first asked for
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -574,6 +576,11 @@ class McpApp:
         if method == "GET" and req.path == METADATA_PATH and self.settings.authorization_server:
             self._check_origin_and_host(req)
             return Reply(200, self.metadata(req))
+        if req.path != MCP_PATH and web.serves(req.path):
+            if self._web is None:
+                self._web = web.pages_for(self)
+            await self._web(req, receive, send)
+            return None
         if req.path != MCP_PATH:
             raise Refusal(404, refusal("Not found: the MCP endpoint is %s" % MCP_PATH))
         self._check_origin_and_host(req)
@@ -703,9 +710,9 @@ class McpApp:
             raise Refusal(401, refusal("Unauthorized: send Authorization: Bearer TOKEN (kb token "
                                        "create makes one)"),
                           [(b"WWW-Authenticate", challenge.encode("latin-1"))])
-        found = store.token_principal(token)
+        found = store.tokens.principal(token)
         if found is None:
-            quiet.info("401", "401 for %s: %s", req.client, store.token_refusal(token))
+            quiet.info("401", "401 for %s: %s", req.client, store.tokens.refusal(token))
             raise Refusal(401, refusal("Unauthorized: the token is not valid (unknown or "
                                        "revoked)"),
                           [(b"WWW-Authenticate",
@@ -981,8 +988,8 @@ class McpApp:
                 if "text/event-stream" not in (req.header(b"accept") or ""):
                     raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
                                                "stream; send Accept: text/event-stream"))
-                row = store.session_find(session_id, principal.name,
-                                         idle_s=self.settings.session_timeout)
+                row = store.sessions.find(session_id, principal.name,
+                                          idle_s=self.settings.session_timeout)
             if row is None:
                 raise Refusal(404, refusal("Session not found: it ended, or never was; send "
                                            "initialize for a new one"))
@@ -995,7 +1002,7 @@ class McpApp:
                                       "a session has one"))
 
         def source(watcher_store):
-            return watcher_store.session_subscriptions(session_id)
+            return watcher_store.sessions.subscriptions(session_id)
 
         subscriber = Subscriber(principal, None, token=True, list_changed=True, source=source)
         subscriber.session_id = session_id

@@ -1,4 +1,4 @@
-"""Proposals: edits waiting for a person (writes mode ``review``), the table and its statements.
+"""Proposals: edits waiting for a person (writes mode ``review``): the table, its statements.
 
 A proposal keeps what the agent asked for (its knowledge base, article, the version it read,
 title and content, who, why, its idempotency key) and, once decided, who decided, when, why,
