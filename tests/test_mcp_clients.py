@@ -250,7 +250,7 @@ def test_the_inspector_cli_cannot_approve_and_gets_a_proposal(served):
                          "content=from the inspector", "--tool-arg",
                          "expected_version=%s" % version, "--tool-arg", "idempotency_key=i1")
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)["structuredContent"]["status"] == "proposed"
+        assert json.loads(done.stdout)["result"]["structuredContent"]["status"] == "proposed"
         assert content_of(served) != "from the inspector"
     finally:
         server.stop()

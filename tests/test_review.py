@@ -2,6 +2,8 @@
 ``kb review`` commands (both engines), with the official SDK client as the agent."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -334,3 +336,64 @@ def test_review_mode_end_to_end_through_the_sdk(review, capfd, mode):
     last = store.history(KB, article)[-1]
     assert (last["actor"], last["approver"], last["updated_at"]) == (
         "agent-sdk", "carol", events[-1]["updated_at"])
+
+
+# -- the session in docs/cli.md ------------------------------------------------------------
+
+DOCS = ROOT / "docs" / "cli.md"
+START, END = "<!-- review transcript: start -->\n", "<!-- review transcript: end -->\n"
+STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+TAR = ("Create an archive: tar -cvf a.tar dir\nList it: tar -tf a.tar\n"
+       "Extract it: tar -xf a.tar\n")
+SESSION = [
+    ["review", "list", "support"],
+    ["review", "show", "support", "1"],
+    ["review", "approve", "support", "1"],
+    ["review", "approve", "support", "1", "--rebase"],
+    ["review", "approve", "support", "2", "--rebase"],
+    ["review", "reject", "support", "2", "--reason", "a colleague fixed the first line already"],
+    ["review", "approve", "support", "2"],
+    ["history", "support", "art-000001"],
+    ["events", "support"],
+]
+
+
+def transcript(tmp_path, capsys):
+    """The session of docs/cli.md, run now, its version stamps numbered in time order."""
+    address = str(tmp_path / "session.db")
+    with kbcite.KBStore(address, create=True) as store:
+        store.create_knowledge_base("support")
+        article = store.create_article("support", "tar", TAR, actor="alice")
+        version = store.get_article("support", article)["updated_at"]
+        for key, content, summary in (
+                ("warn", TAR + "Never run tar as root on /.\n", "a warning at the end"),
+                ("first", TAR.replace("-cvf", "-cf"), "fix the first line")):
+            store.propose_edit({"knowledge_base_id": "support", "article_id": article,
+                                "content": content, "expected_version": version,
+                                "idempotency_key": key, "summary": summary},
+                               granted=["support"], actor="agent-1")
+        store.save_article("support", article, content=TAR.replace("a.tar dir", "b.tar dir"),
+                           actor="bob")
+    lines = []
+    for argv in SESSION:
+        shown = " ".join('"%s"' % a if " " in a else a for a in argv)
+        status, out, err = kb(address, capsys, "--actor", "alice", *argv)
+        lines.append("$ kb %s\n%s%s%s" % (shown, out, err,
+                                          "(exit %d)\n" % status if status else ""))
+    text = "".join(lines)
+    stamps = sorted(set(STAMP.findall(text)))
+    # In a table's cell the short name keeps the stamp's width, so the columns still line up.
+    text = re.sub(STAMP.pattern + "(?=  | \\*)", lambda m: (
+        "V%d" % (stamps.index(m.group()) + 1)).ljust(len(m.group())), text)
+    return STAMP.sub(lambda m: "V%d" % (stamps.index(m.group()) + 1), text)
+
+
+def test_the_review_session_in_the_docs_is_what_the_commands_say(tmp_path, capsys):
+    fresh = "```text\n" + transcript(tmp_path, capsys) + "```\n"
+    docs = DOCS.read_text(encoding="utf-8")
+    head, rest = docs.split(START)
+    kept, tail = rest.split(END)
+    if os.environ.get("KB_WRITE_DOCS"):
+        DOCS.write_text(head + START + fresh + END + tail, encoding="utf-8")
+    assert kept == fresh, "docs/cli.md's review session is stale: run KB_WRITE_DOCS=1 " \
+                          "python -m pytest tests/test_review.py -k docs"

@@ -352,7 +352,9 @@ def test_a_client_that_cannot_ask_gets_a_proposal(start, db, version, capabiliti
     assert proposed["status"] == "proposed" and proposed["replayed"] is False
     assert proposed["citation"]["updated_at"] == version_read
     assert proposed["event"]["type"] == "proposal.created"
-    assert store_read(db, db.password) == before  # nothing written until a person approves
+    after = store_read(db, db.password)  # nothing written until a person approves
+    assert (after["content"], after["updated_at"]) == (before["content"], before["updated_at"])
+    assert after["head_sequence"] == before["head_sequence"] + 1  # its proposal.created
     with kbcite.KBStore(str(db.path)) as store:
         [pending] = store.list_proposals("support")
     assert pending["proposal_id"] == proposed["proposal_id"]
