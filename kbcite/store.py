@@ -36,7 +36,9 @@ from .errors import InternalError, InvalidArgument, ToolError
 from .limits import BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .search import hits, index
 from .tools import TOOLS
-from .validation import check_new_article, clip, granted_set, shown, validate_arguments
+from .validation import (
+    check_new_article, check_source, clip, granted_set, shown, validate_arguments,
+)
 
 log = logging.getLogger("kbcite.store")
 
@@ -194,6 +196,12 @@ class KBStore:
         with self._tool_errors("resources/list"):
             return catalog.page(self._ctx, granted_set(granted), after, limit)
 
+    def list_recent(self, kb_id, *, granted, offset=0, limit=50):
+        """``(rows, total)``: a page of a granted knowledge base's published articles, the
+        newest change first (``kbcite.catalog.recent``)."""
+        with self._tool_errors("list_recent"):
+            return catalog.recent(self._ctx, granted_set(granted), kb_id, offset, limit)
+
     def change_waiter(self):
         """A connection of its own that wakes a watcher of the event log at commits
         (PostgreSQL's LISTEN), or None where the engine has none (SQLite: poll the heads);
@@ -273,6 +281,8 @@ class KBStore:
     def create_article(self, kb_id, title, content, *, published=True, source=None, actor=None):
         """Add an article (published, or a draft); returns its new article ID."""
         check_new_article(title, content, "title", "content")
+        if source is not None:
+            check_source(source)
         return articles.create(self._ctx, kb_id, [(title, content, source)], published,
                                actor)[0]
 
