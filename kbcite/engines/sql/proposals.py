@@ -39,6 +39,9 @@ CREATE INDEX proposals_state ON proposals (kb_pk, state, created_us)
 LISTED = ("p.pk, p.article_id, p.base_version, p.base_bytes, p.title, p.bytes, p.actor, "
           "p.summary, p.idempotency_key, p.created_at, p.created_us, p.created_sequence, "
           "p.state, p.decided_at, p.decided_by, p.reason, p.version, p.decided_sequence")
+# What the people's list shows of each (a queue may be long: no more than it needs).
+QUEUED = ("p.pk, p.article_id, p.base_version, p.base_bytes, p.title, p.bytes, p.actor, "
+          "p.summary, p.created_at, p.state, p.decided_at, p.decided_by, p.reason, p.version")
 # And the article it is about as it is now, beside it (None where it was deleted).
 WITH_ARTICLE = ("proposals AS p LEFT JOIN articles AS a ON a.kb_pk = p.kb_pk AND "
                 "a.article_id = p.article_id")
@@ -75,7 +78,7 @@ class ProposalSQL:
         return self.rows(
             "SELECT %s, a.updated_at AS current_version, a.published AS current_published "
             "FROM %s WHERE p.kb_pk = ? AND p.state IN (%s) ORDER BY p.pk"
-            % (LISTED, WITH_ARTICLE, marks), [kb_pk] + list(states))
+            % (QUEUED, WITH_ARTICLE, marks), [kb_pk] + list(states))
 
     def proposals_overdue(self, kb_pk, before_us):
         """The pks and articles of pending proposals made before ``before_us``, oldest first."""
