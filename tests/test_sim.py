@@ -194,12 +194,14 @@ def test_json_has_the_documented_keys(default_run):
 # -- determinism -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # two seeds' days, twice
 def test_same_counts_in_one_process_and_in_two():
     one = run([3, 4], SMALL, processes=1)
     two = run([3, 4], SMALL, processes=2)
     assert without_timing(one) == without_timing(two)
 
 
+@pytest.mark.slow  # each part of a day, twice
 def test_a_copied_start_of_day_runs_as_a_built_one():
     start = prepare(2, SMALL)
     if hasattr(sqlite3.Connection, "serialize"):  # Python 3.11 on: the image is used
@@ -769,6 +771,7 @@ def test_db_dir_keeps_each_runs_database(tmp_path):
     assert report["check_mismatches"] == []
 
 
+@pytest.mark.slow  # a day's edit experiment
 def test_small_edit_experiment_accounts_for_every_edit():
     report = run([1, 2], Config(articles=80, questions=40, saves=120, hours=4),
                  processes=1)
@@ -782,6 +785,7 @@ def test_small_edit_experiment_accounts_for_every_edit():
     assert idem["successful_edits"] == accepted == idem["replays_marked"]
 
 
+@pytest.mark.slow  # a day on each engine
 def test_the_day_on_postgresql_counts_what_it_counts_on_sqlite(postgres):
     """The same seeds on both engines: 0 mismatches, and the same figures (same ranking)."""
     config = Config(articles=60, questions=24, saves=60, hours=4)
