@@ -137,6 +137,7 @@ TOOLS = [
                             "title": {"type": "string"},
                             "snippet": {"type": "string"},
                             "updated_at": _UPDATED_AT,
+                            "source": {"type": ["string", "null"]},
                             "citation": _CITATION,
                         }
                     ),

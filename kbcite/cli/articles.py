@@ -142,6 +142,7 @@ SEARCH_COLUMNS = [
     ("article_id", "ARTICLE", lambda h: h["article_id"]),
     ("updated_at", "VERSION", lambda h: h["updated_at"]),
     ("title", "TITLE", lambda h: h["title"]),
+    ("source", "SOURCE", lambda h: h["source"] or ""),
     ("snippet", "SNIPPET", lambda h: one_line(h["snippet"], 100)),
     ("citation", "CITATION", lambda h: json.dumps(h["citation"], ensure_ascii=False)),
 ]
