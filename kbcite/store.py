@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 
 from . import (
     access, articles, audit, catalog, citations, edits, events, exporter, grants, history,
-    importer, reads, sessions, tokens,
+    importer, proposals, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -55,6 +55,27 @@ SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
 def _system_clock():
     return datetime.now(timezone.utc)
+
+
+@contextlib.contextmanager
+def tool_errors(db, name):
+    """Make every failure inside a tool call on ``db`` a ToolError, so callers catch one
+    family: the engine's own errors as it names them, anything else an InternalError."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except Exception as exc:
+        error = db.store_error(exc)
+        if error is not None:
+            raise error from exc
+        if type(exc).__name__ == "ProgrammingError" and "closed" in str(exc):
+            raise  # a closed store: the host program's misuse, not the call's fault
+        log.exception("%s failed", name)
+        raise InternalError(
+            "%s failed inside the store (%s: %s); the transaction was rolled back, so "
+            "nothing was half done. This is a fault in the store, not in the call: report it."
+            % (name, type(exc).__name__, clip(str(exc))), retryable=False) from exc
 
 
 class KBStore:
@@ -157,35 +178,25 @@ class KBStore:
             )
         granted = granted_set(granted)
         history.check_actor(actor, None)
-        with self._tool_errors(name):
+        with tool_errors(self._db, name):
             return handler(self._ctx, validate_arguments(SCHEMAS[name], arguments), granted,
                            actor)
 
     def preview_edit(self, arguments, *, granted):
         """What an edit would do now, for an approval prompt; raises what the edit would raise."""
         granted = granted_set(granted)
-        with self._tool_errors("edit_knowledge_article"):
+        with tool_errors(self._db, "edit_knowledge_article"):
             args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
             return edits.preview(self._ctx, args, granted)
 
-    @contextlib.contextmanager
-    def _tool_errors(self, name):
-        """Make every failure inside a tool call a ToolError, so callers catch one family."""
-        try:
-            yield
-        except ToolError:
-            raise
-        except Exception as exc:
-            error = self._db.store_error(exc)
-            if error is not None:
-                raise error from exc
-            if type(exc).__name__ == "ProgrammingError" and "closed" in str(exc):
-                raise  # a closed store: the host program's misuse, not the call's fault
-            log.exception("%s failed", name)
-            raise InternalError(
-                "%s failed inside the store (%s: %s); the transaction was rolled back, so "
-                "nothing was half done. This is a fault in the store, not in the call: report it."
-                % (name, type(exc).__name__, clip(str(exc))), retryable=False) from exc
+    def propose_edit(self, arguments, *, granted, actor=None):
+        """An edit kept as a proposal for a person (writes mode review), checked as the edit
+        would be; returns the tool's result, ``status: "proposed"`` (``kbcite.proposals``)."""
+        granted = granted_set(granted)
+        history.check_actor(actor, None)
+        with tool_errors(self._db, "edit_knowledge_article"):
+            args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
+            return proposals.propose(self._ctx, args, granted, actor)
 
     # -- the agent's side: the catalogue (MCP resources and completions) -----------------------
 
@@ -193,13 +204,13 @@ class KBStore:
         """``(entries, last)``: a page of the published articles of the granted knowledge
         bases after ``after`` (``(kb_id, article_id)``), and where the next page starts, or
         None at the end (``kbcite.catalog.page``)."""
-        with self._tool_errors("resources/list"):
+        with tool_errors(self._db, "resources/list"):
             return catalog.page(self._ctx, granted_set(granted), after, limit)
 
     def list_recent(self, kb_id, *, granted, offset=0, limit=50):
         """``(rows, total)``: a page of a granted knowledge base's published articles, the
         newest change first (``kbcite.catalog.recent``)."""
-        with self._tool_errors("list_recent"):
+        with tool_errors(self._db, "list_recent"):
             return catalog.recent(self._ctx, granted_set(granted), kb_id, offset, limit)
 
     def change_waiter(self):
@@ -210,13 +221,13 @@ class KBStore:
 
     def complete_knowledge_bases(self, prefix, *, granted):
         """``(IDs, total)`` of the granted knowledge bases starting with ``prefix``."""
-        with self._tool_errors("completion/complete"):
+        with tool_errors(self._db, "completion/complete"):
             return catalog.knowledge_bases(self._ctx, granted_set(granted), prefix)
 
     def complete_articles(self, kb_id, text, *, granted):
         """``(article IDs, has_more)`` completing ``text`` in a granted knowledge base: IDs by
         prefix, then titles and texts by search words (``kbcite.catalog.article_ids``)."""
-        with self._tool_errors("completion/complete"):
+        with tool_errors(self._db, "completion/complete"):
             return catalog.article_ids(self._ctx, granted_set(granted), kb_id, text)
 
     # -- the people's side: reading ------------------------------------------------------------
@@ -366,6 +377,36 @@ class KBStore:
         (``kbcite.importer.sync_articles``)."""
         return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
                                       dry_run=dry_run, yes=yes, progress=progress)
+
+    # -- proposals (writes mode review) ------------------------------------------------------------
+
+    def list_proposals(self, kb_id, *, states=("pending",),
+                       expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """A knowledge base's proposals in ``states``, oldest first: who, when, which article,
+        the size of the change, stale or not (overdue ones expire first)."""
+        return proposals.listing(self._ctx, kb_id, states, expire_days)
+
+    def show_proposal(self, kb_id, proposal_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """One proposal with its text, its base's and the current article's."""
+        return proposals.show(self._ctx, kb_id, proposal_id, expire_days)
+
+    def approve_proposal(self, kb_id, proposal_id, *, approver, rebase=False,
+                         expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Write a pending proposal as one new version (compare-and-swap against its base, or
+        re-applied with ``rebase``); the version's actor is the agent, its approver the
+        person."""
+        return proposals.approve(self._ctx, kb_id, proposal_id, approver, rebase=rebase,
+                                 expire_days=expire_days)
+
+    def reject_proposal(self, kb_id, proposal_id, *, approver, reason,
+                        expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Reject a pending proposal with a reason; the agent hears of it in the log."""
+        return proposals.reject(self._ctx, kb_id, proposal_id, approver, reason,
+                                expire_days=expire_days)
+
+    def expire_proposals(self, kb_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Expire the pending proposals older than ``expire_days`` days; returns how many."""
+        return proposals.expire(self._ctx, kb_id, expire_days)
 
     # -- bearer tokens (the HTTP server's clients; ``self.tokens`` has the server's calls too) --
 

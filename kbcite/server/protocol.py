@@ -254,7 +254,7 @@ class Protocol:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             raise RpcError(INVALID_PARAMS, "Invalid params: name must be a string")
-        names = VISIBLE_TOOLS[ctx.principal.writes == "deny"]
+        names = VISIBLE_TOOLS[not ctx.principal.may_write]
         if name not in names:
             hint = (" (edits are denied to this caller: the server was started with --writes "
                     "deny, or its token made with --writes deny)") if name == EDIT_TOOL else ""
@@ -275,6 +275,8 @@ class Protocol:
         try:
             if name == EDIT_TOOL and writes == "ask":
                 return self.approvals.edit(name, arguments, params, ctx)
+            if name == EDIT_TOOL and writes == "review":
+                return self.approvals.propose(arguments, ctx)
             return self.with_links(name, tool_result(self._run(name, arguments, ctx)), ctx)
         except ToolError as err:
             # Reported to the model as a result with isError, never as a JSON-RPC error: the

@@ -12,10 +12,11 @@ from .grants import GrantSQL
 from .history import HistorySQL
 from .knowledge_bases import KnowledgeBaseSQL
 from .search import SearchSQL
+from .proposals import ProposalSQL
 from .sessions import SessionSQL
 from .tokens import TokenSQL
 
 
 class SharedSQL(KnowledgeBaseSQL, ArticleSQL, HistorySQL, EventSQL, SearchSQL, TokenSQL,
-                SessionSQL, AuditSQL, GrantSQL):
+                SessionSQL, AuditSQL, ProposalSQL, GrantSQL):
     """Every table's statements, for an engine to stand on."""
