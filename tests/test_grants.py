@@ -52,3 +52,21 @@ def test_a_grant_of_a_missing_knowledge_base_is_not_found(kb):
     with pytest.raises(NotFound):
         kb.grants.add("subject", "alice", "nowhere")
     assert kb.grants.list() == []
+
+
+def test_a_schema_6_store_is_upgraded_with_grants(engine, tmp_path, request):
+    import kbcite
+    from kbcite import KBStore
+    from support.old_schemas import as_schema_6
+    address = (str(tmp_path / "old.db") if engine == "sqlite"
+               else request.getfixturevalue("pg_url"))
+    with KBStore(address, create=True) as store:
+        store.create_knowledge_base(KB)
+    as_schema_6(address, engine)
+    with pytest.raises(kbcite.NotAStore, match="kb upgrade"):
+        KBStore(address)
+    assert KBStore.upgrade(address) == (6, kbcite.SCHEMA_VERSION)
+    with KBStore(address) as store:
+        store.grants.add("group", "editors", KB, "allow")
+        assert store.grants.of("x", {"editors"}) == {KB: "allow"}
+        assert store.audit() == []

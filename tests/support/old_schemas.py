@@ -4,10 +4,23 @@ from kbcite import KBStore
 from kbcite.engines import open_engine
 
 
-def as_schema_5(address, engine):
-    """Take a store back to schema 5: no proposals, no approver of a version."""
+def as_schema_6(address, engine):
+    """Take a store back to schema 6: no grants of a team issuer's people and groups."""
     with KBStore(address) as store:
         db = store._db
+        with db.write():
+            db.execute("DROP TABLE identity_grants")
+            if engine == "sqlite":
+                db.execute("PRAGMA user_version = 6")
+            else:
+                db.execute("UPDATE kb_meta SET value = '6' WHERE key = 'schema_version'")
+
+
+def as_schema_5(address, engine):
+    """Take a store back to schema 5: no proposals, no approver of a version."""
+    as_schema_6(address, engine)
+    db = open_engine(address, upgrading=True)
+    try:
         with db.write():
             db.execute("DROP TABLE proposals")
             db.execute("ALTER TABLE versions DROP COLUMN approver")
@@ -15,6 +28,8 @@ def as_schema_5(address, engine):
                 db.execute("PRAGMA user_version = 5")
             else:
                 db.execute("UPDATE kb_meta SET value = '5' WHERE key = 'schema_version'")
+    finally:
+        db.close()
 
 
 def as_schema_4(address, engine):
