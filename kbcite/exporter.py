@@ -140,7 +140,7 @@ def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=Fals
     if blocked and not dry_run:
         raise InvalidArgument(
             "%d file(s) in %s hold other text than the export would write, so nothing was "
-            "written (yes=True, kb export --yes, overwrites them):\n%s"
+            "written (yes=True overwrites them):\n%s"
             % (len(blocked), directory, "\n".join("  " + a["path"] for a in blocked)),
             argument="directory", paths=[a["path"] for a in blocked])
     writing = [a for a in actions if a["action"] == "write"]

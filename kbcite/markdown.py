@@ -194,9 +194,15 @@ def read_utf8_file(path, label, argument):
     except OSError as exc:
         raise InvalidArgument("cannot read %s: %s" % (label, exc.strerror), argument=argument,
                               path=str(path)) from None
+    return decode_utf8(raw, label, argument, path=str(path))
+
+
+def decode_utf8(raw, label, argument, **details):
+    """Bytes as UTF-8 text; InvalidArgument naming ``label`` and the first bad byte's position
+    when they are not UTF-8."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidArgument("%s is not UTF-8 text (byte %d is 0x%02x); save it as UTF-8"
                               % (label, exc.start, raw[exc.start]), argument=argument,
-                              path=str(path)) from None
+                              **details) from None

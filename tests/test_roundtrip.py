@@ -131,3 +131,236 @@ def test_events_after_a_negative_number_names_the_argument(kb, tmp_path, after):
     with pytest.raises(Exception) as info:
         kb.events(KB, int(after))
     assert info.value.code == "invalid_argument" and "after_sequence" in info.value.message
+
+
+# -- 3. the small ones ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A store file with the knowledge base KB."""
+    path = tmp_path / "kb.sqlite3"
+    ok(path, "init", KB)
+    return path
+
+
+def test_an_import_summary_counts_files_apart_from_unpublished_articles(db, docs):
+    ok(db, "import", KB, docs)
+    (docs / "shipping.md").unlink()
+    write(docs, "refunds.md", "# Refund policy\n\nRefunds take six working days.\n")
+    last = ok(db, "import", KB, docs, "--prune").splitlines()[-1]
+    assert last == ("1 of 1 file(s) changed an article: create 0, update 1, unchanged 0, "
+                    "unpublish 1"), last
+
+
+def test_reimporting_an_export_changes_no_text_as_the_docs_say(kb, docs, tmp_path):
+    kb.import_directory(KB, str(docs))
+    kb.create_article(KB, "Made in the store", "Not from a file.")
+    before = {a["article_id"]: kb.get_article(KB, a["article_id"])["content"]
+              for a in kb.list_articles(KB)}
+    out = tmp_path / "export"
+    kb.export_directory(KB, str(out))
+    counts = kb.import_directory(KB, str(out))["counts"]
+    assert {name for name in counts if counts[name]} == {"unchanged", "adopt"}
+    assert before == {a["article_id"]: kb.get_article(KB, a["article_id"])["content"]
+                      for a in kb.list_articles(KB)}
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "cli.md"),
+              encoding="utf-8") as fh:
+        page = " ".join(fh.read().split())
+    assert "changes nothing" not in page and "adopted by its file (`adopt`" in page
+
+
+def test_messages_name_the_command_lines_flags_not_python_keywords(db, docs, tmp_path):
+    write(docs, "empty.md", "")
+    message = fails(db, "import", KB, docs)
+    assert "--skip-bad" in message and "skip_bad" not in message
+    ok(db, "import", KB, docs, "--skip-bad")
+    other = tmp_path / "other"
+    write(other, "a.md", "# A\n\ntext\n")
+    message = fails(db, "import", KB, other, "--prune")
+    assert "--yes" in message and "yes=True" not in message
+    out = tmp_path / "export"
+    ok(db, "export", KB, out)
+    write(out, "refunds.md", "# Mine\n\nchanged\n")
+    ok(db, "add", KB, "--title", "New", "--content", "x")
+    with KBStore(str(db)) as store:
+        store.save_article(KB, source_ids(store)["refunds.md"], content="store change")
+    message = fails(db, "export", KB, out)
+    assert "--yes" in message and "yes=True" not in message
+    with KBStore(str(db)) as store, pytest.raises(Exception) as info:
+        store.export_directory(KB, str(out))
+    assert "yes=True" in info.value.message  # the Python API names its own keyword
+
+
+def test_a_page_named_dot_dot_md_is_imported_when_kbignore_takes_it_back(kb, tmp_path):
+    folder = tmp_path / "docs"
+    write(folder, "..md", "# Dot dot\n\nA real page name.\n")
+    write(folder, ".hidden.md", "# Hidden\n\nstays out\n")
+    assert kb.import_directory(KB, str(folder))["counts"]["create"] == 0
+    write(folder, ".kbignore", "!..md\n")
+    result = kb.import_directory(KB, str(folder))
+    assert [(a["source"], a["action"]) for a in result["actions"]] == [("..md", "create")]
+    assert {s["source"] for s in result["skipped"]} == {".hidden.md"}
+    out = tmp_path / "export"
+    kb.export_directory(KB, str(out))
+    assert (out / "..md").is_file()
+
+
+def test_kb_save_takes_piped_content_and_a_title_alone_still_retitles(db):
+    aid = ok(db, "add", KB, "--title", "Piped", "--content", "old").strip()
+    ok(db, "save", KB, aid, stdin="new text from a pipe\n")
+    article = json.loads(ok(db, "--json", "read", KB, aid))
+    assert article["content"].strip() == "new text from a pipe"
+    ok(db, "save", KB, aid, "--title", "Renamed", stdin="")
+    article = json.loads(ok(db, "--json", "read", KB, aid))
+    assert (article["title"], article["content"].strip()) == ("Renamed", "new text from a pipe")
+
+
+def test_non_utf8_standard_input_is_named_by_its_byte_position(db):
+    aid = ok(db, "add", KB, "--title", "Bytes", "--content", "old").strip()
+    stdin = io.TextIOWrapper(io.BytesIO("caf\xe9 au lait".encode("latin-1")), encoding="utf-8")
+    message = fails(db, "save", KB, aid, "--file", "-", stdin=stdin)
+    assert "standard input is not UTF-8 text (byte 3 is 0xe9)" in message
+    assert "surrogate" not in message
+
+
+@pytest.mark.parametrize("title", ["two\nlines", "a\ttab", "bell\x07"])
+def test_titles_with_a_line_break_or_tab_are_refused(kb, title):
+    with pytest.raises(Exception) as info:
+        kb.create_article(KB, title, "text")
+    assert info.value.code == "invalid_argument" and "one line" in info.value.message
+    aid = kb.create_article(KB, "Fine", "text")
+    with pytest.raises(Exception):
+        kb.save_article(KB, aid, title=title)
+    assert [a["title"] for a in kb.list_articles(KB)] == ["Fine"]
+
+
+@pytest.mark.parametrize("kb_id", ["bad id", "a/b", "-x", "ünïcødé", "", "x" * 65, "a\nb"])
+def test_knowledge_base_ids_are_checked_when_made(store, kb_id):
+    with pytest.raises(Exception) as info:
+        store.create_knowledge_base(kb_id)
+    assert info.value.code == "invalid_argument"
+    assert store.list_knowledge_bases() == []
+
+
+@pytest.mark.parametrize("kb_id", ["support", "a.b_c-d", "X" * 64, "2026", "_x", ".x"])
+def test_good_knowledge_base_ids_are_made(store, kb_id):
+    store.create_knowledge_base(kb_id)
+    assert [k["knowledge_base_id"] for k in store.list_knowledge_bases()] == [kb_id]
+
+
+def test_an_existing_odd_knowledge_base_id_keeps_working(store):
+    with store._db.write():
+        store._db.kb_insert("odd id/ü", None)  # made before IDs were checked
+    aid = store.create_article("odd id/ü", "Still here", "Works.")
+    assert store.get_article("odd id/ü", aid)["title"] == "Still here"
+    assert store.events("odd id/ü")["head_sequence"] == 1
+
+
+def test_kb_init_refuses_a_bad_id_plainly(tmp_path):
+    message = fails(tmp_path / "kb.sqlite3", "init", "bad id")
+    assert "not a knowledge-base ID" in message and "letters, digits" in message
+
+
+def test_db_naming_a_folder_says_so(tmp_path):
+    for args in (("list", KB), ("init", KB)):
+        message = fails(tmp_path, *args)
+        assert "is a folder, not a store" in message and "kb.sqlite3" in message
+
+
+def test_fields_empty_is_refused(db):
+    message = fails(db, "list", KB, "--fields", "", status=2)
+    assert "--fields" in message and "at least one field" in message
+    fails(db, "list", KB, "--fields", " , ", status=2)
+
+
+def test_tsv_is_tab_separated_without_csv_quoting(db):
+    ok(db, "add", KB, "--title", 'He said "hi", then left', "--content", "x")
+    rows = ok(db, "list", KB, "--format", "tsv", "--fields", "article_id,title").splitlines()
+    assert rows == ["article_id\ttitle", 'art-000001\tHe said "hi", then left']
+    csv_rows = ok(db, "list", KB, "--format", "csv", "--fields", "title").splitlines()
+    assert csv_rows[1] == '"He said ""hi"", then left"'
+
+
+def test_tsv_escapes_tabs_and_line_breaks_in_a_cell():
+    from kbcite.cli.output import tsv_cell
+    assert tsv_cell("a\tb\nc\\d\re") == "a\\tb\\nc\\\\d\\re"
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_snippets_are_bold_on_a_terminal_and_marked_when_piped(monkeypatch):
+    from kbcite.cli.output import marked
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert marked("the **refund** window", Terminal()) == "the \x1b[1mrefund\x1b[0m window"
+    assert marked("the **refund** window", io.StringIO()) == "the **refund** window"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert marked("the **refund** window", Terminal()) == "the refund window"
+    assert marked("odd ** mark", Terminal()) == "odd ** mark"
+
+
+def test_kb_search_on_a_terminal_prints_no_asterisks(db, monkeypatch):
+    ok(db, "add", KB, "--title", "Window", "--content", "The refund window is five days.")
+    assert "**refund**" in ok(db, "search", KB, "refund")  # piped: the marks are kept
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert cli_main(["--db", str(db), "search", KB, "refund"]) == 0
+    shown = sys.stdout.getvalue()
+    monkeypatch.undo()
+    assert "The refund window" in shown and "**" not in shown
+
+
+def test_delete_without_yes_prints_a_plan_and_warns_of_an_imported_article(db, docs):
+    ok(db, "import", KB, docs)
+    with KBStore(str(db)) as store:
+        aid = source_ids(store)["refunds.md"]
+    run = kb_cli(db, "delete", KB, aid)
+    assert run.status == 0 and run.stderr == ""
+    assert run.stdout.startswith("plan (nothing deleted)") and "--yes" in run.stdout
+    assert "refunds.md" in run.stdout and "new article ID" in run.stdout
+    assert json.loads(ok(db, "--json", "delete", KB, aid))["deleted"] is False
+    run = kb_cli(db, "delete", KB, aid, "--yes")
+    assert run.status == 0 and run.stdout.startswith("deleted %s" % aid)
+    assert "warning" in run.stderr and "new article ID" in run.stderr
+    made = ok(db, "add", KB, "--title", "Store only", "--content", "x").strip()
+    assert "new article ID" not in ok(db, "delete", KB, made)
+
+
+def test_kb_sim_help_explains_every_size():
+    from kbcite.sim.cli import _parser
+    helps = {action.dest: action.help for action in _parser("kb-sim")._actions}
+    for name in ("articles", "questions", "saves", "hours"):
+        assert helps[name] and "default" in helps[name], name
+
+
+def test_kb_server_suggests_the_near_knowledge_base_and_checks_origins(db, capsys):
+    from kbcite.server.cli import main as server_main
+    with pytest.raises(SystemExit) as info:
+        server_main(["--db", str(db), "--grant", KB[:-1] + "x"])
+    assert "did you mean %s?" % KB in str(info.value.code)
+    with pytest.raises(SystemExit) as info:
+        server_main(["--db", str(db), "--grant", "zzzzzz"])
+    assert "kb knowledge-bases" in str(info.value.code)
+    for origin in ("notanorigin", "https://app.example/path", "ftp://x", "https://h:no"):
+        with pytest.raises(SystemExit) as info:
+            server_main(["--db", str(db), "--http", "127.0.0.1:0", "--allow-origin", origin])
+        assert info.value.code == 2
+        assert "--allow-origin" in capsys.readouterr().err
+
+
+def test_a_store_of_another_user_says_whose_it_is(tmp_path, monkeypatch):
+    from kbcite.engines import sqlite as sqlite_engine
+    path = tmp_path / "kb.sqlite3"
+    ok(path, "init", KB)
+    monkeypatch.setattr(sqlite_engine.os, "access",
+                        lambda p, mode: mode != os.W_OK or not str(p).endswith("kb.sqlite3"))
+    if not hasattr(os, "geteuid"):
+        pytest.skip("no user IDs here")
+    monkeypatch.setattr(sqlite_engine.os, "geteuid", lambda: os.stat(str(path)).st_uid + 1)
+    reason = sqlite_engine.read_only_reason(str(path))
+    assert "belongs to another user" in reason and "mode" in reason
+    message = fails(path, "init", "other")
+    assert "cannot be written" in message and "not a knowledge-base store" not in message

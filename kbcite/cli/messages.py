@@ -27,6 +27,10 @@ CLI_NAMES = {
     "keep_days": "--keep-days",
     "actor": "--actor",
     "summary": "--summary",
+    # The Python API's keyword arguments, as the store's messages name them.
+    "skip_bad=True": "--skip-bad",
+    "yes=True": "--yes",
+    "force=True": "--force",
 }
 
 

@@ -240,6 +240,9 @@ def parse(argv):
         args.db = os.environ.get("KB_DB") or None
     if not args.db and args.command != "completion":
         parser.error("no store given: pass --db PATH or set KB_DB")
+    if getattr(args, "fields", None) is not None and not args.fields.replace(",", "").strip():
+        parser.error("argument --fields: name at least one field (F,F); leave --fields out "
+                     "for all of them")
     args.command = {"kbs": "knowledge-bases"}.get(args.command, args.command)
     if getattr(args, "actor", None) is None:
         args.actor = login_name()
