@@ -39,7 +39,7 @@ TANTIVY_TITLE_BOOST = 5.0
 
 def _words(query):
     """A query's words for the peers: what our store searches for, quoted for their syntax."""
-    return [w for w in re.findall(r"[a-z0-9]+", query) if w not in STOPWORDS]
+    return [w for w in re.findall(r"[a-z0-9]+", query.lower()) if w not in STOPWORDS]
 
 
 class Ours:
@@ -98,7 +98,7 @@ class Tantivy:
 
     name = "tantivy"
 
-    def __init__(self, path, articles):
+    def __init__(self, path, articles, title_boost=TANTIVY_TITLE_BOOST):
         import tantivy  # noqa: F401  (checked by available())
 
         builder = tantivy.SchemaBuilder()
@@ -120,6 +120,7 @@ class Tantivy:
         self.index.reload()
         self.searcher = self.index.searcher()
         self.tantivy = tantivy
+        self.title_boost = title_boost
 
     def search(self, query):
         """Article IDs of the top hits."""
@@ -127,7 +128,7 @@ class Tantivy:
         if not words:
             return []
         parsed = self.index.parse_query(" ".join(words), ["title", "body"],
-                                        field_boosts={"title": TANTIVY_TITLE_BOOST})
+                                        field_boosts={"title": self.title_boost})
         hits = self.searcher.search(parsed, LIMIT).hits
         return ["art-%06d" % self.searcher.doc(address)["id"][0] for _, address in hits]
 

@@ -359,6 +359,11 @@ class KBStore:
         revocation time."""
         return tokens.revoke(self._ctx, name)
 
+    def token_link(self, name):
+        """A one-time code signing token ``name``'s holder in to the web pages, for a few
+        minutes (``kbcite.tokens.sign_in_link``)."""
+        return tokens.sign_in_link(self._ctx, name)
+
     def token_principal(self, token):
         """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
         return tokens.principal(self._db, token)

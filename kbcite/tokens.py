@@ -5,6 +5,7 @@ knowledge bases it grants and its write mode (``ask``: a person approves each ed
 ``allow``; ``deny``). Revoking one takes effect at its next request, and ends its sessions.
 """
 
+import base64
 import hashlib
 import json
 import secrets
@@ -23,10 +24,44 @@ TOKEN_PREFIX = "kbt_"
 
 TOKEN_NAME_MAX = 64
 
+# The web pages' sessions and one-time sign-in links are rows of the sessions table of these
+# kinds (its protocol version), keyed by the SHA-256 of a secret only the browser holds.
+KIND_WEB = "web"
+KIND_LINK = "web-link"
+
+# A one-time link signs in within ten minutes of being printed, or never.
+LINK_TTL_S = 600
+
+# How many sessions (web and MCP) a token keeps at once when a sign-in adds one.
+WEB_SESSIONS_PER_TOKEN = 32
+
 
 def token_digest(token):
     """The SHA-256 under which a token is kept (hex); equal digests are compared in SQL."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def secret_digest(secret):
+    """The session ID the store keeps for a web cookie's or a link's secret."""
+    return KIND_WEB + ":" + hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def pack(name, secret):
+    """A web cookie's value or a link's code: the token's name (base64url) and a secret."""
+    return base64.urlsafe_b64encode(name.encode("utf-8")).decode("ascii").rstrip("=") + \
+        "." + secret
+
+
+def unpack(value):
+    """``(name, secret)`` of a web cookie's value or a link's code, or None."""
+    if not isinstance(value, str) or value.count(".") != 1 or len(value) > 512:
+        return None
+    encoded, secret = value.split(".")
+    try:
+        name = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return (name, secret) if name and len(secret) >= 32 else None
 
 
 def create(ctx, name, grants, writes="ask"):
@@ -97,3 +132,20 @@ def refusal(db, token):
     if row is None:
         return "no token of this store is that one (mistyped, or another store's)"
     return "token %r was revoked at %s" % (row["name"], row["revoked_at"])
+
+
+def sign_in_link(ctx, name):
+    """A one-time code that signs the holder of token ``name`` in to the web pages within
+    ``LINK_TTL_S`` (the path ``/login/link?code=``); kept as a session of kind ``web-link``."""
+    db = ctx.db
+    with db.read():
+        row = db.token_by_name(name)
+    if row is None or row["revoked_at"] is not None:
+        raise NotFound("there is no live token named %r (kb token list shows them)" % (name,),
+                       token=name)
+    secret = secrets.token_urlsafe(32)
+    sessions.open_session(ctx, secret_digest(secret), name, KIND_LINK,
+                          {"grants": json.loads(row["grants"]), "writes": row["writes"]},
+                          LINK_TTL_S * 1000000, WEB_SESSIONS_PER_TOKEN)
+    return pack(name, secret)
+

@@ -1,6 +1,7 @@
 """bench/run.py stays runnable: a quick smoke run prints every table; bad options are refused."""
 
 import json
+import math
 import runpy
 import subprocess
 import sys
@@ -130,3 +131,41 @@ def test_a_benchmark_without_postgresql_runs_with_the_default_engines(tmp_path):
     assert done.returncode == 0, done.stderr.decode("utf-8")
     stdout = done.stdout.decode("utf-8")
     assert "| python sim.py --seeds 1-5 | 1 |" in stdout and "PostgreSQL:" not in stdout
+
+
+def test_search_quality_scores_every_engine_on_a_judged_collection(tmp_path):
+    out = tmp_path / "quality.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "search_quality.py"),
+                           "--collections", "cisi", "--json", str(out), "--dir",
+                           str(tmp_path)], capture_output=True, timeout=300, cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr.decode("utf-8")
+    stdout = done.stdout.decode("utf-8")
+    assert "### CISI (1,460 documents, 76 judged queries)" in stdout
+    assert "### Known items" in stdout
+    data = json.loads(out.read_text(encoding="utf-8"))
+    engines = {row["engine"]: row for row in data["rows"]}
+    assert {"ours (sqlite)", "fts5-or-bm25"} <= set(engines)
+    assert "tantivy" in engines or "tantivy" in data["skipped"]
+    for row in engines.values():
+        assert 0 < row["ndcg10"] < 1 and 0 < row["recall10"] < 1 and row["p50_ms"] > 0
+    assert len(data["known"]["rows"]) >= 6
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quality.json"]
+
+
+def test_search_quality_measures_as_documented(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    quality = runpy.run_path(str(ROOT / "bench" / "search_quality.py"))
+    docs, queries, qrels = quality["load_collection"]("cacm")
+    assert len(docs) == 3204 and len(queries) == 52
+    assert all(qid in qrels for qid, _ in queries)
+    assert quality["clip"]("one two  three", 9) == "one two"
+    assert quality["ndcg"]([1, 2, 3], {1, 2, 3}) == 1.0
+    assert quality["ndcg"]([9, 1], {1}) == pytest.approx(1 / math.log2(3))
+    assert quality["recall"]([1, 9, 2], {1, 2, 3, 4}) == 0.5
+
+
+def test_search_quality_refuses_an_unknown_collection():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "search_quality.py"),
+                           "--collections", "trec"], capture_output=True, timeout=60,
+                          cwd=str(ROOT))
+    assert done.returncode == 2 and b"--collections" in done.stderr and done.stdout == b""

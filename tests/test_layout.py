@@ -20,7 +20,7 @@ FLOORS = {
         "kbcite.folder", "kbcite.exporter",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
     2: ["kbcite.engines.*"],
-    1: ["kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",
+    1: ["kbcite.linediff", "kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",
         "kbcite.search.snippets"],
     0: ["kbcite.limits", "kbcite.errors", "kbcite.versions", "kbcite.validation",
         "kbcite.tools"],

@@ -64,7 +64,7 @@ def cmd_reindex(store, args, out):
 
 
 def cmd_token(store, args, out):
-    """Bearer tokens for the HTTP server: create (printed once), list, revoke."""
+    """Bearer tokens for the HTTP server: create (printed once), list, revoke, link."""
     if args.token_command == "create":
         token = store.create_token(args.name, args.grant, args.writes)
         if args.json:
@@ -79,6 +79,11 @@ def cmd_token(store, args, out):
         if args.json:
             return print_json(rows, out)
         return emit(rows, TOKEN_COLUMNS, args, out)
+    elif args.token_command == "link":
+        url = "%s/login/link?code=%s" % (args.url.rstrip("/"), store.token_link(args.name))
+        if args.json:
+            return print_json({"name": args.name, "link": url}, out)
+        print(url, file=out)
     else:
         revoked_at = store.revoke_token(args.name)
         if args.json:

@@ -203,9 +203,9 @@ def build_parser():
     p = command("reindex", "rebuild a knowledge base's search index from its articles")
     kb_arg(p)
 
-    p = command("token", "bearer tokens for kb-server --http: create, list, revoke")
+    p = command("token", "bearer tokens for kb-server --http: create, list, revoke, link")
     tokens = p.add_subparsers(dest="token_command", metavar="ACTION",
-                              help="create NAME --grant KB..., list, or revoke NAME")
+                              help="create NAME --grant KB..., list, revoke NAME, or link NAME")
     tokens.required = True
     t = tokens.add_parser("create", parents=[common], help="make a token; it is printed once",
                           description="Make a bearer token that grants knowledge bases; it is "
@@ -223,6 +223,13 @@ def build_parser():
     t = tokens.add_parser("revoke", parents=[common], help="revoke a token at once",
                           description="Revoke a token: its next request is refused.")
     t.add_argument("name", metavar="NAME", help="the token's name")
+    t = tokens.add_parser("link", parents=[common], help="print a one-time sign-in link to "
+                          "the web pages", description="Print a link that signs the token's "
+                          "holder in to kb-server's web pages once, within ten minutes.")
+    t.add_argument("name", metavar="NAME", help="the token's name")
+    t.add_argument("--url", default="http://127.0.0.1:8765", metavar="URL",
+                   help="the server's address as its people reach it "
+                        "(default http://127.0.0.1:8765)")
     command("upgrade", "bring a store made by an older version up to this one's schema")
     p = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
                        description="Print a completion script: eval \"$(kb completion bash)\" "

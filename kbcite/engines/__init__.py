@@ -1,6 +1,6 @@
 """The storage engines, and the one function that picks an engine from a store's address.
 
-``base`` is the contract every engine keeps (and the SQL both share); ``sqlite`` needs only
+``contract`` is what every engine keeps, ``sql`` the SQL both share; ``sqlite`` needs only
 the standard library; ``postgres`` needs psycopg 3 (the ``[postgres]`` extra) and is imported
 only when a ``postgresql://`` address is opened.
 """

@@ -19,164 +19,15 @@ import urllib.request
 from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
-from .base import (
-    SEARCH_DOC_COLUMNS, SESSIONS_SQL, TOKENS_SQL, Engine, busy_error, check_version, damaged_error,
-    failed_error,
-)
+from .contract import Engine
+from .errors import busy_error, check_version, damaged_error, failed_error
+from .sql import SharedSQL
+from .sql.search import SEARCH_DOC_COLUMNS
+from .sqlite_schema import MIGRATIONS, SCHEMA_SQL
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
 # recognised by them (its application_id is 0).
 STORE_TABLES = frozenset({"knowledge_bases", "articles", "events", "idempotency"})
-
-ARTICLES_SQL = """
-CREATE TABLE {name} (
-    pk INTEGER PRIMARY KEY,
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    article_id TEXT NOT NULL,
-    title TEXT NOT NULL,
-    published INTEGER NOT NULL,
-    version_us INTEGER NOT NULL,
-    updated_at TEXT NOT NULL,
-    -- The file an import made it from, and the version that import wrote (or found equal to
-    -- the file): a later version means someone edited it since, and import leaves it alone.
-    source TEXT,
-    import_version TEXT,
-    -- The current version's text.
-    text_pk INTEGER NOT NULL REFERENCES texts(pk),
-    UNIQUE (kb_pk, article_id),
-    UNIQUE (kb_pk, source)
-)"""
-# Every version an article has had, in the transaction of the change that made it: who made it
-# and how, and the event agents saw (none for a draft's save). A pruned version keeps its row
-# (so a read of it says it was pruned) and loses its text (text_pk NULL).
-VERSIONS_SQL = """
-CREATE TABLE versions (
-    article_pk INTEGER NOT NULL REFERENCES articles(pk),
-    version_us INTEGER NOT NULL,
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    updated_at TEXT NOT NULL,
-    action TEXT NOT NULL,
-    sequence INTEGER,
-    event TEXT,
-    published INTEGER NOT NULL,
-    title TEXT NOT NULL,
-    text_pk INTEGER REFERENCES texts(pk),
-    bytes INTEGER NOT NULL,
-    actor TEXT,
-    summary TEXT,
-    PRIMARY KEY (article_pk, version_us)
-) WITHOUT ROWID"""
-
-# knowledge_bases.import_root: the folder the last import read (made absolute), for the guard
-# on --prune. (A comment inside that column's line would break SQLite's DROP COLUMN.)
-CORE_SQL = """
-CREATE TABLE knowledge_bases (
-    pk INTEGER PRIMARY KEY,
-    kb_id TEXT NOT NULL UNIQUE,
-    name TEXT,
-    head_sequence INTEGER NOT NULL DEFAULT 0,
-    published_count INTEGER NOT NULL DEFAULT 0,
-    articles_created INTEGER NOT NULL DEFAULT 0,
-    -- Token totals of the published articles' titles and bodies: BM25's average lengths.
-    title_tokens INTEGER NOT NULL DEFAULT 0,
-    body_tokens INTEGER NOT NULL DEFAULT 0,
-    import_root TEXT
-);
--- Every text an article has had, each stored once: a version that keeps its text (a publish,
--- an unpublish, a retitle, a revert) points at the text it shares. Its own table, so that
--- reading an article's small columns never walks a long text's overflow pages.
-CREATE TABLE texts (
-    pk INTEGER PRIMARY KEY,
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    bytes INTEGER NOT NULL,
-    content TEXT NOT NULL
-);
-""" + ARTICLES_SQL.format(name="articles") + ";" + VERSIONS_SQL + """;
-CREATE TABLE events (
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    sequence INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    article_id TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (kb_pk, sequence)
-) WITHOUT ROWID;
-CREATE TABLE idempotency (
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    key TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    result TEXT NOT NULL,
-    created_us INTEGER NOT NULL,
-    PRIMARY KEY (kb_pk, key)
-) WITHOUT ROWID;
-CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
-"""
-SEARCH_SQL = """
--- Search: what ranking needs of each published article, per-term article counts, and each
--- title's terms ordered by title length (the any-word tier's best title candidates first).
-CREATE TABLE search_docs (
-    pk INTEGER PRIMARY KEY REFERENCES articles(pk),
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    title_terms TEXT NOT NULL,
-    title_len INTEGER NOT NULL,
-    body_terms TEXT NOT NULL,
-    body_len INTEGER NOT NULL
-);
-CREATE TABLE search_terms (
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    term TEXT NOT NULL,
-    df_title INTEGER NOT NULL,
-    df_body INTEGER NOT NULL,
-    PRIMARY KEY (kb_pk, term)
-) WITHOUT ROWID;
-CREATE TABLE title_terms (
-    kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
-    term TEXT NOT NULL,
-    title_len INTEGER NOT NULL,
-    pk INTEGER NOT NULL,
-    PRIMARY KEY (kb_pk, term, title_len, pk)
-) WITHOUT ROWID;
-"""
-SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";"
-
-# Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
-# tables, which indexed the articles table directly, are replaced; the store re-indexes).
-MIGRATIONS = {
-    1: ["ALTER TABLE articles ADD COLUMN import_version TEXT",
-        "DROP INDEX idempotency_age",
-        "CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us)",
-        "ALTER TABLE knowledge_bases ADD COLUMN title_tokens INTEGER NOT NULL DEFAULT 0",
-        "ALTER TABLE knowledge_bases ADD COLUMN body_tokens INTEGER NOT NULL DEFAULT 0"]
-    + SEARCH_SQL.split(";") + TOKENS_SQL.split(";"),
-    # Schema 2 to 3: each knowledge base gains a title index (``upgrade_schema`` makes and fills
-    # it from the stored title tokens; nothing is re-indexed).
-    2: [],
-    # Schema 3 to 4: versions. Each article's text moves to ``texts`` (the articles table is
-    # rebuilt without it: SQLite's way to drop a column on every version), and its history
-    # starts at its current version, with the event that made it.
-    3: ["ALTER TABLE knowledge_bases ADD COLUMN import_root TEXT",
-        "CREATE TABLE texts (pk INTEGER PRIMARY KEY, kb_pk INTEGER NOT NULL REFERENCES "
-        "knowledge_bases(pk), bytes INTEGER NOT NULL, content TEXT NOT NULL)",
-        "INSERT INTO texts (pk, kb_pk, bytes, content) SELECT pk, kb_pk, "
-        "length(CAST(content AS BLOB)), content FROM articles ORDER BY pk",
-        ARTICLES_SQL.format(name="articles_new"),
-        "INSERT INTO articles_new (pk, kb_pk, article_id, title, published, version_us, "
-        "updated_at, source, import_version, text_pk) SELECT pk, kb_pk, article_id, title, "
-        "published, version_us, updated_at, source, import_version, pk FROM articles",
-        "DROP TABLE articles",
-        "ALTER TABLE articles_new RENAME TO articles",
-        VERSIONS_SQL,
-        "CREATE TEMP TABLE last_events AS SELECT kb_pk, article_id, max(sequence) AS sequence "
-        "FROM events GROUP BY kb_pk, article_id",
-        "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, sequence, "
-        "event, published, title, text_pk, bytes) SELECT a.pk, a.version_us, a.kb_pk, "
-        "a.updated_at, 'upgrade', e.sequence, e.type, a.published, a.title, a.text_pk, t.bytes "
-        "FROM articles AS a JOIN texts AS t ON t.pk = a.text_pk LEFT JOIN last_events AS l ON "
-        "l.kb_pk = a.kb_pk AND l.article_id = a.article_id LEFT JOIN events AS e ON "
-        "e.kb_pk = l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at",
-        "DROP TABLE temp.last_events"],
-    # Schema 4 to 5: the HTTP server's handshake sessions (kbcite.sessions).
-    4: SESSIONS_SQL.split(";"),
-}
 
 # One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:
 # 'ascii' splits them on the spaces between them and nothing else (every non-ASCII character
@@ -259,7 +110,7 @@ def fts_literal(term):
     return '"%s"' % term.replace('"', '""')
 
 
-class SQLiteEngine(Engine):
+class SQLiteEngine(SharedSQL, Engine):
     """A store in one SQLite file (WAL mode) or in memory."""
 
     name = "sqlite"

@@ -13,9 +13,9 @@ import json
 import logging
 import secrets
 import time
-import unicodedata
 
 from ..errors import ToolError
+from ..linediff import CHANGED_CHARS, printable, unified
 from ..validation import shown
 from .jsonrpc import (INVALID_PARAMS, MISSING_CAPABILITY, RpcError, to_json, tool_error,
                       tool_result)
@@ -38,14 +38,8 @@ APPROVAL_KEY = "approve"
 # forgotten one lapses (as long as a handshake session's question waits, ASK_TIMEOUT_S).
 APPROVAL_TTL_S = 600
 
-# The question shows at most this much of the new content and title.
-QUESTION_CONTENT_CHARS = 600
+# The question shows the title and knowledge-base ID cut to this.
 QUESTION_TITLE_CHARS = 200
-
-# Characters an agent-chosen string must not use to rewrite what a person reads: controls,
-# bidirectional overrides and isolates, line and paragraph separators.
-_BIDI = {0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067,
-         0x2068, 0x2069, 0x2028, 0x2029}
 
 log = logging.getLogger(__name__)
 
@@ -68,24 +62,6 @@ def client_supports_form_elicitation(capabilities):
     return not elicitation or "form" in elicitation
 
 
-def printable(text, limit):
-    """An agent's text as a person may safely read it: controls, bidirectional overrides and
-    line separators shown as escapes, cut to ``limit`` characters."""
-    out = []
-    for ch in text[:limit]:
-        code = ord(ch)
-        if ch in "\n\t":
-            out.append(ch)
-        elif code in _BIDI or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
-            out.append("\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code)
-        else:
-            out.append(ch)
-    clipped = "".join(out)
-    if len(text) > limit:
-        clipped += "\n[... %d more characters]" % (len(text) - limit)
-    return clipped
-
-
 def _quoted(text, limit=QUESTION_TITLE_CHARS):
     return '"%s"' % printable(text, limit).replace("\n", "\\n")
 
@@ -94,29 +70,49 @@ def _bytes(n):
     return "{:,} byte{}".format(n, "" if n == 1 else "s")
 
 
-def approval_request(preview, with_mode):
-    """The ``elicitation/create`` params asking the person to approve one edit."""
+def _lines(n):
+    return "{:,} line{}".format(n, "" if n == 1 else "s")
+
+
+def question_text(preview, *, asking=True):
+    """The words a person reads about one edit: where, which version, and the change as a
+    bounded unified diff (the same text for both eras and for the command line)."""
     change = preview["new_bytes"] - preview["current_bytes"]
+    new_title = preview.get("new_title") or preview["title"]
+    diff = unified(preview["title"], preview["current_content"], new_title,
+                   preview["new_content"])
     lines = [
         "An agent wants to edit an article in knowledge base %s."
         % _quoted(preview["knowledge_base_id"]),
         "",
         "Article: %s (ID %s)" % (_quoted(preview["title"]), preview["article_id"]),
     ]
-    if preview.get("new_title") not in (None, preview["title"]):
-        lines.append("New title: %s" % _quoted(preview["new_title"]))
+    if new_title != preview["title"]:
+        lines.append("New title: %s" % _quoted(new_title))
     lines += [
-        "Content: %s now, %s after the edit (%+d bytes). The new content:"
-        % (_bytes(preview["current_bytes"]), _bytes(preview["new_bytes"]), change),
+        "Version the agent read: %s (%s)." % (
+            preview["current_version"], preview.get("version_note", "the current one")),
+        "Content: %s now, %s after the edit (%+d bytes): %s added, %s removed."
+        % (_bytes(preview["current_bytes"]), _bytes(preview["new_bytes"]), change,
+           _lines(diff["lines_added"]), _lines(diff["lines_removed"])),
         "",
-        printable(preview["new_content"], QUESTION_CONTENT_CHARS),
+        "The change, as a unified diff (lines starting - go, lines starting + come; "
+        "@@ -A,B +C,D @@ says they are B lines from line A before and D lines from line C "
+        "after; every changed line is shown, up to {:,} characters of them):".format(
+            CHANGED_CHARS),
         "",
-        "Version the agent read: %s (the current one)." % preview["current_version"],
-        "",
-        "Accept to write this change; decline to refuse it. Every edit is asked about.",
+        diff["text"],
     ]
+    if asking:
+        lines += ["", "Accept to write this change; decline to refuse it. Every edit is "
+                      "asked about."]
+    return "\n".join(lines)
+
+
+def approval_request(preview, with_mode):
+    """The ``elicitation/create`` params asking the person to approve one edit."""
     # A confirmation asks for no data: the accept or decline button is the answer.
-    params = {"message": "\n".join(lines),
+    params = {"message": question_text(preview),
               "requestedSchema": {"type": "object", "properties": {}}}
     if with_mode:
         params = dict({"mode": "form"}, **params)

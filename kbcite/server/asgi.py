@@ -37,6 +37,7 @@ from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SUBSCRIPTIONS
                        Listen, Principal, Protocol, answer)
 from .session import Call, Cancelled
 from .subscriptions import Hub, Subscriber, TooMany
+from . import web
 
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource" + MCP_PATH
@@ -501,6 +502,7 @@ class McpApp:
         self._in_progress = 0
         self._allowed = {}  # (scheme, server host, port) -> (hosts, origins)
         self._closed = False
+        self._web = None  # the people's pages, made on the first asked for
 
     # -- ASGI --------------------------------------------------------------------------------
 
@@ -574,6 +576,11 @@ class McpApp:
         if method == "GET" and req.path == METADATA_PATH and self.settings.authorization_server:
             self._check_origin_and_host(req)
             return Reply(200, self.metadata(req))
+        if req.path != MCP_PATH and web.serves(req.path):
+            if self._web is None:
+                self._web = web.pages_for(self)
+            await self._web(req, receive, send)
+            return None
         if req.path != MCP_PATH:
             raise Refusal(404, refusal("Not found: the MCP endpoint is %s" % MCP_PATH))
         self._check_origin_and_host(req)

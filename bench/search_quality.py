@@ -1,0 +1,334 @@
+"""Search quality on public test collections with human relevance judgements, beside BM25.
+
+    python bench/search_quality.py                       # CISI and CACM, and the known items
+    python bench/search_quality.py --collections cisi --json quality.json
+    python bench/search_quality.py --engines sqlite,postgresql
+
+Each collection (``bench/data/<name>.tar.xz``, the SMART files as published: documents,
+queries, judgements; bench/data/README.md gives their source) is loaded into one knowledge
+base of each engine measured, a document's title as the article's title and its abstract as
+the body. Every judged query goes, in turn, to
+
+- ``ours (<engine>)``: ``search_knowledge_base``, limit 10;
+- ``tantivy``: tantivy's BM25 over a title and a body field (its query parser ORs the words),
+  title boosted as ``bench/search.py`` boosts it, and ``tantivy (title x1)`` with both fields
+  equal: plain BM25 on the same text;
+- ``fts5-or-bm25``: plain FTS5, the words ORed, ``bm25(fts, 5, 1)``.
+
+A query longer than the tool's limit (200 characters) is cut at the last word that fits,
+for every engine alike. Reported per engine: nDCG@10 (binary judgements), recall@10, and the
+p50 and p99 of a search. The known-item cases (``bench/data/known_items.json``: pages titled
+with a command's name, described in their bodies) report the rank of the expected page.
+"""
+
+import argparse
+import io
+import json
+import lzma
+import math
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import common
+import search as peers
+from kbcite import KBStore
+from kbcite.limits import QUERY_MAX, TITLE_MAX
+
+DATA = Path(__file__).resolve().parent / "data"
+COLLECTIONS = ("cisi", "cacm")
+KB = "quality"
+LIMIT = 10
+# The rank a known item must reach to pass: an agent reads the first few hits.
+KNOWN_ITEM_RANK = 3
+
+# Each collection's files in its archive: documents, queries, judgements.
+FILES = {"cisi": ("CISI.ALL", "CISI.QRY", "CISI.REL"),
+         "cacm": ("cacm.all", "query.text", "qrels.text")}
+
+
+def _records(text):
+    """``{id: {field letter: text}}`` of a SMART file (``.I n`` then ``.T``, ``.W``, ...)."""
+    records, current, field = {}, None, None
+    for line in text.splitlines():
+        if line.startswith(".I "):
+            current = records.setdefault(int(line[3:].split()[0]), {})
+            field = None
+        elif len(line) >= 2 and line[0] == "." and line[1].isalpha() and \
+                line[2:].strip() == "":
+            field = line[1]
+            current.setdefault(field, [])
+        elif current is not None and field is not None:
+            current[field].append(line)
+    return {key: {f: " ".join(" ".join(lines).split()) for f, lines in fields.items()}
+            for key, fields in records.items()}
+
+
+def load_collection(name):
+    """``(docs, queries, qrels)``: ``[(doc id, title, body)]``, ``[(query id, text)]`` of the
+    judged queries, ``{query id: {relevant doc ids}}``."""
+    docs_name, queries_name, rels_name = FILES[name]
+    with tarfile.open(fileobj=io.BytesIO(lzma.decompress(
+            (DATA / ("%s.tar.xz" % name)).read_bytes()))) as archive:
+        files = {m.name: archive.extractfile(m).read().decode("latin-1")
+                 for m in archive.getmembers() if m.isfile()}
+    # An article needs a title and a body: a document without one gets "-", which holds no
+    # word, the same for every engine.
+    docs = [(key, clip(rec.get("T") or "-", TITLE_MAX), rec.get("W") or "-")
+            for key, rec in sorted(_records(files[docs_name]).items())]
+    qrels = {}
+    for line in files[rels_name].splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            qrels.setdefault(int(parts[0]), set()).add(int(parts[1]))
+    queries = [(key, " ".join(rec.get(f, "") for f in "TW" if rec.get(f)))
+               for key, rec in sorted(_records(files[queries_name]).items()) if key in qrels]
+    return docs, queries, qrels
+
+
+def clip(text, size=QUERY_MAX):
+    """``text`` with its spaces collapsed, cut at the last whole word within ``size``."""
+    text = " ".join(text.split())
+    if len(text) <= size:
+        return text
+    cut = text.rfind(" ", 0, size + 1)
+    return text[:cut if cut > 0 else size]
+
+
+def ndcg(ranked, relevant, k=LIMIT):
+    """nDCG@k of a ranked list of IDs against a set of relevant IDs (binary gains)."""
+    dcg = sum(1.0 / math.log2(i + 2) for i, key in enumerate(ranked[:k]) if key in relevant)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(relevant), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+def recall(ranked, relevant, k=LIMIT):
+    """Recall@k: the share of the relevant IDs among the first k."""
+    return len(set(ranked[:k]) & relevant) / len(relevant) if relevant else 0.0
+
+
+class Ours:
+    """The store's search tool on one engine; a hit is reported by its position in ``items``."""
+
+    def __init__(self, address, items, engine):
+        self.name = "ours (%s)" % engine
+        with KBStore(address, create=True) as store:
+            store.create_knowledge_base(KB)
+            ids = []
+            plain = [(t, b) for t, b, s in items if s is None]
+            if len(plain) == len(items):
+                ids = store.create_articles(KB, plain)
+            else:
+                ids = [store.create_article(KB, t, b, source=s) for t, b, s in items]
+            store.optimize(KB)
+        self.position = {article_id: n for n, article_id in enumerate(ids)}
+        self.store = KBStore(address)
+
+    def search(self, query):
+        """Positions of the top hits."""
+        found = self.store.call_tool("search_knowledge_base", {
+            "knowledge_base_id": KB, "query": query, "limit": LIMIT}, granted={KB})
+        return [self.position[hit["article_id"]] for hit in found["results"]]
+
+    def close(self):
+        """Close the store."""
+        self.store.close()
+
+
+class Peer:
+    """One of ``bench/search.py``'s peers, its hits reported by position."""
+
+    def __init__(self, make, path, items, name=None, **options):
+        self.peer = make(path, [(t, b) for t, b, _ in items], **options)
+        self.name = name or self.peer.name
+
+    def search(self, query):
+        """Positions of the top hits."""
+        return [int(hit[4:]) - 1 for hit in self.peer.search(query.lower())]
+
+    def close(self):
+        """Close the peer."""
+        self.peer.close()
+
+
+def build(items, tmp, label, engines, postgres_url):
+    """Every engine measured, loaded with ``(title, body, source)`` items."""
+    built, skipped, addresses = [], {}, []
+    for engine in engines:
+        address = common.store_address(engine, tmp, "%s-%s" % (label, engine), postgres_url)
+        addresses.append((engine, address))
+        built.append(Ours(address, items, engine))
+    built.append(Peer(peers.PlainFTS5, os.path.join(tmp, label + "-fts5.db"), items))
+    why = peers.tantivy_available()
+    if why:
+        skipped["tantivy"] = why
+    else:
+        built.append(Peer(peers.Tantivy, os.path.join(tmp, label + "-tantivy"), items))
+        built.append(Peer(peers.Tantivy, os.path.join(tmp, label + "-tantivy1"), items,
+                          name="tantivy (title x1)", title_boost=1.0))
+    return built, skipped, addresses
+
+
+def measure(name, directory=None, engines=("sqlite",), postgres_url=None):
+    """nDCG@10, recall@10 and latency of every engine on one collection."""
+    docs, queries, qrels = load_collection(name)
+    items = [(title, body, None) for _, title, body in docs]
+    doc_ids = [key for key, _, _ in docs]
+    tmp = tempfile.mkdtemp(prefix="kb-bench-quality-", dir=directory)
+    built, addresses = [], []
+    try:
+        built, skipped, addresses = build(items, tmp, name, engines, postgres_url)
+        scores = {e.name: {"ndcg": [], "recall": [], "seconds": []} for e in built}
+        for _, text in queries[:5]:  # warm every engine's caches alike
+            for engine in built:
+                engine.search(clip(text))
+        for qid, text in queries:
+            query = clip(text)
+            for engine in built:
+                started = time.perf_counter()
+                top = [doc_ids[n] for n in engine.search(query)]
+                s = scores[engine.name]
+                s["seconds"].append(time.perf_counter() - started)
+                s["ndcg"].append(ndcg(top, qrels[qid]))
+                s["recall"].append(recall(top, qrels[qid]))
+        rows = [{"collection": name, "engine": e.name, "documents": len(docs),
+                 "queries": len(queries),
+                 "ndcg10": round(sum(scores[e.name]["ndcg"]) / len(queries), 4),
+                 "recall10": round(sum(scores[e.name]["recall"]) / len(queries), 4),
+                 "p50_ms": round(common.median(scores[e.name]["seconds"]) * 1000, 3),
+                 "p99_ms": round(common.percentile(scores[e.name]["seconds"], 99) * 1000, 3)}
+                for e in built]
+        return {"rows": rows, "skipped": skipped}
+    finally:
+        _cleanup(built, addresses, postgres_url, tmp)
+
+
+def known_items(directory=None, engines=("sqlite",), postgres_url=None):
+    """The rank (1-based, None past 10) of each known-item case's best expected page."""
+    fixture = json.loads((DATA / "known_items.json").read_text(encoding="utf-8"))
+    items = [(p["title"], p["body"], p["source"]) for p in fixture["pages"]]
+    sources = [p["source"] for p in fixture["pages"]]
+    tmp = tempfile.mkdtemp(prefix="kb-bench-known-", dir=directory)
+    built, addresses = [], []
+    try:
+        built, skipped, addresses = build(items, tmp, "known", engines, postgres_url)
+        rows = []
+        for case in fixture["cases"]:
+            row = {"query": case["query"], "expect": case["expect"], "ranks": {}}
+            for engine in built:
+                top = [sources[n] for n in engine.search(case["query"])]
+                ranks = [top.index(s) + 1 for s in case["expect"] if s in top]
+                row["ranks"][engine.name] = min(ranks) if ranks else None
+            rows.append(row)
+        return {"rows": rows, "engines": [e.name for e in built], "skipped": skipped}
+    finally:
+        _cleanup(built, addresses, postgres_url, tmp)
+
+
+def _cleanup(built, addresses, postgres_url, tmp):
+    for engine in built:
+        engine.close()
+    for engine, address in addresses:
+        common.drop_store(engine, address, postgres_url)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(collections=COLLECTIONS, directory=None, engines=("sqlite",), postgres_url=None):
+    """Every collection's table and the known items."""
+    rows, skipped = [], {}
+    load_start = common.load()
+    for name in collections:
+        result = measure(name, directory, engines, postgres_url)
+        rows += result["rows"]
+        skipped.update(result["skipped"])
+    known = known_items(directory, engines, postgres_url)
+    skipped.update(known["skipped"])
+    return {"rows": rows, "known": known, "skipped": skipped,
+            "load": [load_start, common.load()]}
+
+
+def render(result):
+    """The tables as Markdown."""
+    parts = []
+    for name in dict.fromkeys(r["collection"] for r in result["rows"]):
+        rows = [r for r in result["rows"] if r["collection"] == name]
+        parts.append("### %s (%s documents, %d judged queries)\n\n%s" % (
+            name.upper(), common.n(rows[0]["documents"]), rows[0]["queries"],
+            common.table(["engine", "nDCG@10", "recall@10", "p50 ms", "p99 ms"],
+                         [[r["engine"], "%.4f" % r["ndcg10"], "%.4f" % r["recall10"],
+                           r["p50_ms"], r["p99_ms"]] for r in rows])))
+    known = result["known"]
+    cells = [[case["query"], ", ".join(case["expect"])]
+             + [case["ranks"][e] or "-" for e in known["engines"]] for case in known["rows"]]
+    passed = ["%s %d of %d" % (e, sum(1 for c in known["rows"] if c["ranks"][e] and
+                                      c["ranks"][e] <= KNOWN_ITEM_RANK), len(known["rows"]))
+              for e in known["engines"]]
+    parts.append("### Known items (rank of the expected page; pass: top %d)\n\n%s\n\n%s."
+                 % (KNOWN_ITEM_RANK, common.table(["query", "expected"] + known["engines"],
+                                                  cells), "; ".join(passed)))
+    for name, why in sorted(result["skipped"].items()):
+        parts.append("%s skipped: %s." % (name, why))
+    parts.append("Load average (1 min) at start and end: %s, %s." % tuple(result["load"]))
+    return "\n\n".join(parts)
+
+
+def _collections(text):
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    bad = [name for name in names if name not in COLLECTIONS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError("--collections: one or more of %s, got %r"
+                                         % (", ".join(COLLECTIONS), text))
+    return names
+
+
+def _engines(text):
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names or set(names) - {"sqlite", "postgresql"}:
+        raise argparse.ArgumentTypeError("--engines: sqlite, postgresql or both, got %r" % text)
+    return names
+
+
+def main(argv=None):
+    """Run the benchmark and print its tables."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--collections", type=_collections, default=list(COLLECTIONS),
+                   help="comma-separated: %s (default all)" % ",".join(COLLECTIONS))
+    p.add_argument("--engines", type=_engines, default=["sqlite"],
+                   help="ours on sqlite, postgresql or both (default sqlite)")
+    p.add_argument("--postgres", help="a PostgreSQL URL (default: a throwaway server)")
+    p.add_argument("--dir", help="where the temporary stores go")
+    p.add_argument("--json", help="also write the numbers to this file")
+    args = p.parse_args(argv)
+    if args.json:
+        try:
+            Path(args.json).open("a").close()
+        except OSError as exc:
+            p.error("--json: cannot write %s: %s" % (args.json, exc.strerror))
+    url, cleanup = None, None
+    if "postgresql" in args.engines:
+        url, cleanup, why = common.server_for(args.postgres)
+        if url is None:
+            print("PostgreSQL not measured: %s." % why, file=sys.stderr)
+            args.engines = [e for e in args.engines if e != "postgresql"] or ["sqlite"]
+    try:
+        result = run(args.collections, args.dir, tuple(args.engines), url)
+    finally:
+        if cleanup is not None:
+            cleanup()
+    version = common.code_version() or {}
+    print("`python bench/search_quality.py %s` at %s%s\n" % (
+        " ".join(sys.argv[1:] if argv is None else argv), version.get("commit"),
+        " (uncommitted: %s)" % ", ".join(version["uncommitted"])
+        if version.get("uncommitted") else ""))
+    print(render(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""What the audit reads of every table, to check each invariant against the data."""
+
+from ...errors import StoreDamaged
+from .history import VERSION_COLUMNS
+from .knowledge_bases import KB_COLUMNS
+from .search import SEARCH_DOC_COLUMNS
+
+
+class AuditSQL:
+    """The audit's reads."""
+
+    def audit_kbs(self):
+        """Every knowledge base's row."""
+        return self.rows("SELECT %s FROM knowledge_bases ORDER BY pk" % KB_COLUMNS)
+
+    def audit_sequences(self, kb_pk):
+        """Every event sequence of a knowledge base, in order."""
+        return [r["sequence"] for r in self.rows(
+            "SELECT sequence FROM events WHERE kb_pk = ? ORDER BY sequence", (kb_pk,))]
+
+    def audit_last_events(self, kb_pk):
+        """Each article's last event."""
+        last = {}
+        for r in self.rows("SELECT article_id, type, updated_at FROM events WHERE kb_pk = ? "
+                           "ORDER BY sequence", (kb_pk,)):
+            last[r["article_id"]] = r
+        return last
+
+    def audit_articles(self, kb_pk):
+        """Every article's pk, ID, visibility and version."""
+        return self.rows("SELECT pk, article_id, published, updated_at FROM articles "
+                         "WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+
+    def audit_history(self, kb_pk):
+        """What the history holds: every version (without texts) in order, the articles'
+        current rows, and the pks of the knowledge base's texts."""
+        versions = self.rows("SELECT %s FROM versions WHERE kb_pk = ? ORDER BY article_pk, "
+                             "version_us" % ", ".join(VERSION_COLUMNS), (kb_pk,))
+        articles = self.rows("SELECT pk, article_id, title, published, version_us, text_pk "
+                             "FROM articles WHERE kb_pk = ? ORDER BY pk", (kb_pk,))
+        texts = {r["pk"] for r in self.rows("SELECT pk FROM texts WHERE kb_pk = ?", (kb_pk,))}
+        events = {r["sequence"]: r for r in self.rows(
+            "SELECT sequence, type, article_id, updated_at FROM events WHERE kb_pk = ?",
+            (kb_pk,))}
+        return versions, articles, texts, events
+
+    def audit_search(self, kb_pk):
+        """What the search statistics hold: docs, their token totals, title rows, term rows."""
+        docs = self.rows("SELECT %s FROM search_docs WHERE kb_pk = ? ORDER BY pk"
+                         % ", ".join(SEARCH_DOC_COLUMNS), (kb_pk,))
+        titles = self.rows("SELECT term, title_len, pk FROM title_terms WHERE kb_pk = ? "
+                           "ORDER BY pk, term", (kb_pk,))
+        terms = {r["term"]: (r["df_title"], r["df_body"]) for r in self.rows(
+            "SELECT term, df_title, df_body FROM search_terms WHERE kb_pk = ?", (kb_pk,))}
+        return docs, titles, terms
+
+    def damaged(self, kb, what):
+        """The store_damaged error for a knowledge base whose ``what`` is inconsistent."""
+        return StoreDamaged(
+            "the %s of knowledge base %r is damaged. A retry will not help; the store's operator "
+            "must run the audit (kb audit) and restore from a backup." % (what, kb["kb_id"]),
+            knowledge_base_id=kb["kb_id"], retryable=False)

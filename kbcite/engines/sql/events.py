@@ -1,0 +1,36 @@
+"""The event log and the idempotency keys of edits, written in the edit's transaction."""
+
+
+class EventSQL:
+    """The ``events`` and ``idempotency`` tables."""
+
+    def events_insert(self, kb_pk, events):
+        """Append event dicts (sequence, type, article_id, updated_at) to the log."""
+        self.execute_many("INSERT INTO events (kb_pk, sequence, type, article_id, updated_at) "
+                          "VALUES (?, ?, ?, ?, ?)", [(kb_pk, e["sequence"], e["type"],
+                                                      e["article_id"], e["updated_at"])
+                                                     for e in events])
+
+    def events_after(self, kb_pk, after, limit):
+        """Up to ``limit`` events after sequence ``after``, in order."""
+        return self.rows(
+            "SELECT sequence, type, article_id, updated_at FROM events "
+            "WHERE kb_pk = ? AND sequence > ? ORDER BY sequence LIMIT ?", (kb_pk, after, limit))
+
+    def idempotency_get(self, kb_pk, key, since_us):
+        """The stored ``{fingerprint, result}`` of a key used since ``since_us``, or None."""
+        return self.row("SELECT fingerprint, result FROM idempotency WHERE kb_pk = ? AND key = ? "
+                        "AND created_us >= ?", (kb_pk, key, since_us))
+
+    def idempotency_put(self, kb_pk, key, fingerprint, result, now_us, expire_before_us):
+        """Record a successful edit under its key, and forget keys older than their TTL."""
+        # Only this knowledge base's keys: its row lock covers them, so writers of different
+        # knowledge bases never wait on each other's expired keys.
+        self.execute("DELETE FROM idempotency WHERE kb_pk = ? AND created_us < ?",
+                     (kb_pk, expire_before_us))
+        self.execute(
+            "INSERT INTO idempotency (kb_pk, key, fingerprint, result, created_us) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kb_pk, key) DO UPDATE SET "
+            "fingerprint = excluded.fingerprint, result = excluded.result, "
+            "created_us = excluded.created_us",
+            (kb_pk, key, fingerprint, result, now_us))

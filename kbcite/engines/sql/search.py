@@ -1,0 +1,105 @@
+"""The search statistics: each published article's stored tokens, its title's terms, and
+the per-term article counts BM25 reads."""
+
+# What search keeps of an article, as ranking reads it (``search.ranking.score``,
+# ``SearchDoc.stored``).
+SEARCH_DOC_COLUMNS = ("pk", "title_terms", "title_len", "body_terms", "body_len")
+
+
+class SearchSQL:
+    """The ``search_docs``, ``title_terms`` and ``search_terms`` tables."""
+
+    def search_doc(self, pk):
+        """An indexed article's stored tokens, or None if it is not indexed."""
+        return self.row("SELECT %s FROM search_docs WHERE pk = ?" % ", ".join(SEARCH_DOC_COLUMNS),
+                        (pk,))
+
+    def search_docs(self, pks):
+        """The stored tokens of the given articles (those indexed), as mappings."""
+        marks = ",".join("?" * len(pks))
+        # The rows as the driver gives them (mappings both): search reads many, per query.
+        return self.execute("SELECT %s FROM search_docs WHERE pk IN (%s)"
+                            % (", ".join(SEARCH_DOC_COLUMNS), marks), list(pks)).fetchall()
+
+    def search_docs_put(self, kb_pk, items):
+        """Store published articles' tokens: ``(pk, SearchDoc)`` items (with ``index_add``)."""
+        extra = self.search_doc_extra
+        self.execute_many(
+            "INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, body_len%s) "
+            "VALUES (?, ?, ?, ?, ?, ?%s)" % ("".join(", " + c for c, _ in extra),
+                                             "".join(", " + m for _, m in extra)),
+            [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len)
+             + self._search_doc_extra(kb_pk, doc) for pk, doc in items])
+        self._title_terms_put(kb_pk, items)
+
+    def search_doc_delete(self, kb_pk, pk, doc):
+        """Forget an article's tokens (with ``index_remove``); ``doc`` is what was stored."""
+        self.execute("DELETE FROM search_docs WHERE pk = ?", (pk,))
+        self._title_terms_delete(kb_pk, pk, doc)
+
+    def search_doc_replace(self, kb_pk, pk, old, new):
+        """Replace a published article's stored tokens by ``new`` (with ``index_replace``);
+        its title's terms are rewritten only when the title's tokens changed."""
+        self.execute(
+            "UPDATE search_docs SET title_terms = ?, title_len = ?, body_terms = ?, "
+            "body_len = ?%s WHERE pk = ?" % "".join(", %s = %s" % e for e in self.search_doc_extra),
+            (new.title_text, new.title_len, new.body_text, new.body_len)
+            + self._search_doc_extra(kb_pk, new) + (pk,))
+        if old.title_tokens != new.title_tokens:
+            self._title_terms_delete(kb_pk, pk, old)
+            self._title_terms_put(kb_pk, [(pk, new)])
+
+    def _title_terms_put(self, kb_pk, items):
+        self.execute_many("INSERT INTO title_terms (kb_pk, term, title_len, pk) "
+                          "VALUES (?, ?, ?, ?)", [(kb_pk, term, doc.title_len, pk)
+                                                  for pk, doc in items
+                                                  for term in sorted(set(doc.title_tokens))])
+
+    def _title_terms_delete(self, kb_pk, pk, doc):
+        # By the whole key: title_terms is ordered for reading by term, not by article.
+        self.execute_many("DELETE FROM title_terms WHERE kb_pk = ? AND term = ? AND "
+                          "title_len = ? AND pk = ?", [(kb_pk, term, doc.title_len, pk)
+                                                       for term in sorted(set(doc.title_tokens))])
+
+    def search_clear(self, kb_pk):
+        """Empty a knowledge base's search index and statistics (to index it anew)."""
+        self.index_clear(kb_pk)
+        for table in ("search_docs", "title_terms", "search_terms"):
+            self.execute("DELETE FROM %s WHERE kb_pk = ?" % table, (kb_pk,))
+        self.execute("UPDATE knowledge_bases SET published_count = 0, title_tokens = 0, "
+                     "body_tokens = 0 WHERE pk = ?", (kb_pk,))
+
+    def term_counts(self, kb_pk, terms):
+        """``{term: (articles with it in the title, in the body)}`` for the terms any hold."""
+        marks = ",".join("?" * len(terms))
+        return {r["term"]: (r["df_title"], r["df_body"]) for r in self.rows(
+            "SELECT term, df_title, df_body FROM search_terms WHERE kb_pk = ? AND term IN (%s)"
+            % marks, [kb_pk] + list(terms))}
+
+    def term_counts_add(self, kb_pk, deltas):
+        """Move the per-term article counts by ``{term: (title delta, body delta)}``."""
+        changes = [(kb_pk, term, d_title, d_body)
+                   for term, (d_title, d_body) in sorted(deltas.items()) if d_title or d_body]
+        if not changes:
+            return
+        self.execute_many(
+            "INSERT INTO search_terms (kb_pk, term, df_title, df_body) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (kb_pk, term) DO UPDATE SET df_title = search_terms.df_title + "
+            "excluded.df_title, df_body = search_terms.df_body + excluded.df_body", changes)
+        gone = [(kb_pk, term) for _, term, d_title, d_body in changes if d_title < 0 or d_body < 0]
+        if gone:
+            self.execute_many("DELETE FROM search_terms WHERE kb_pk = ? AND term = ? AND "
+                              "df_title = 0 AND df_body = 0", gone)
+
+    def title_candidates(self, kb_pk, terms, limit):
+        """For each term, the articles holding it in their title, shortest titles first (the
+        best title score for it), at most ``limit`` each; one round trip for all."""
+        parts, params = [], []
+        for i, term in enumerate(terms):
+            parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM title_terms WHERE kb_pk = ? "
+                         "AND term = ? ORDER BY title_len, pk LIMIT ?) AS t%d" % (i, i))
+            params += [kb_pk, term, limit]
+        found = [[] for _ in terms]
+        for row in self.execute(" UNION ALL ".join(parts), params).fetchall():
+            found[row["q"]].append(row["pk"])  # sqlite3.Row and psycopg's dicts alike
+        return found

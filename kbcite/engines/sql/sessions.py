@@ -1,0 +1,124 @@
+"""The HTTP server's handshake sessions and the messages left for them: the tables (the same
+on every engine) and their statements."""
+
+# The HTTP server's handshake sessions (MCP 2025-11-25 and earlier), the same on every engine,
+# kept here so that every server process on the store serves each (kbcite.sessions); and what
+# a client sends to a request another process holds (its answer to a question, a
+# cancellation), left for that process to collect.
+SESSIONS_SQL = """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    token_name TEXT NOT NULL REFERENCES tokens(name),
+    protocol_version TEXT NOT NULL,
+    capabilities TEXT NOT NULL,
+    initialized INTEGER NOT NULL DEFAULT 0,
+    created_us BIGINT NOT NULL,
+    seen_us BIGINT NOT NULL
+);
+CREATE INDEX sessions_token ON sessions (token_name, seen_us);
+CREATE INDEX sessions_seen ON sessions (seen_us);
+CREATE TABLE session_messages (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_us BIGINT NOT NULL
+);
+CREATE INDEX session_messages_session ON session_messages (session_id, created_us)
+"""
+
+SESSION_COLUMNS = ("id, token_name, protocol_version, capabilities, initialized, created_us, "
+                   "seen_us")
+
+
+class SessionSQL:
+    """The ``sessions`` and ``session_messages`` tables."""
+
+    def session_insert(self, session_id, token_name, protocol_version, capabilities, now_us):
+        """Record a new session."""
+        self.execute("INSERT INTO sessions (%s) VALUES (?, ?, ?, ?, 0, ?, ?)" % SESSION_COLUMNS,
+                     (session_id, token_name, protocol_version, capabilities, now_us, now_us))
+
+    def session_row(self, session_id):
+        """A session's row by its ID, or None."""
+        return self.row("SELECT %s FROM sessions WHERE id = ?" % SESSION_COLUMNS, (session_id,))
+
+    def session_seen(self, session_id, now_us):
+        """Note a session's use (never moving it back)."""
+        self.execute("UPDATE sessions SET seen_us = ? WHERE id = ? AND seen_us < ?",
+                     (now_us, session_id, now_us))
+
+    def session_set_initialized(self, session_id):
+        """Mark a session's client initialized; returns whether the session exists."""
+        return self.execute("UPDATE sessions SET initialized = 1 WHERE id = ?",
+                            (session_id,)).rowcount == 1
+
+    def session_delete(self, session_id, token_name):
+        """End a session of this token (its messages go with it); returns whether it was."""
+        return self.execute("DELETE FROM sessions WHERE id = ? AND token_name = ?",
+                            (session_id, token_name)).rowcount == 1
+
+    def sessions_of_token(self, token_name):
+        """A token's session IDs, least recently used first."""
+        return [r["id"] for r in self.rows("SELECT id FROM sessions WHERE token_name = ? "
+                                           "ORDER BY seen_us, id", (token_name,))]
+
+    def sessions_delete(self, session_ids):
+        """End these sessions."""
+        self.execute_many("DELETE FROM sessions WHERE id = ?", [(i,) for i in session_ids])
+
+    def sessions_delete_of_token(self, token_name):
+        """End every session of a token."""
+        self.execute("DELETE FROM sessions WHERE token_name = ?", (token_name,))
+
+    def sessions_expire(self, before_us):
+        """End every session last used before ``before_us``; returns how many."""
+        return self.execute("DELETE FROM sessions WHERE seen_us < ?", (before_us,)).rowcount
+
+    def sessions_live(self, session_ids):
+        """Which of these sessions still exist."""
+        marks = ",".join("?" * len(session_ids))
+        return {r["id"] for r in self.rows("SELECT id FROM sessions WHERE id IN (%s)" % marks,
+                                           list(session_ids))}
+
+    def session_message_insert(self, message_id, session_id, kind, target, body, now_us):
+        """Leave a message for the process holding a session's request."""
+        self.execute("INSERT INTO session_messages (id, session_id, kind, target, body, "
+                     "created_us) VALUES (?, ?, ?, ?, ?, ?)",
+                     (message_id, session_id, kind, target, body, now_us))
+
+    def session_messages(self, session_ids):
+        """The messages left for these sessions, oldest first."""
+        marks = ",".join("?" * len(session_ids))
+        return self.rows("SELECT id, session_id, kind, target, body, created_us FROM "
+                         "session_messages WHERE session_id IN (%s) AND kind <> 'subscription' "
+                         "ORDER BY created_us, id" % marks, list(session_ids))
+
+    def session_messages_delete(self, message_ids):
+        """Forget messages (collected)."""
+        self.execute_many("DELETE FROM session_messages WHERE id = ?",
+                          [(i,) for i in message_ids])
+
+    def session_messages_expire(self, before_us):
+        """Forget every message left before ``before_us`` that nobody collected."""
+        self.execute("DELETE FROM session_messages WHERE created_us < ? AND kind <> "
+                     "'subscription'", (before_us,))
+
+    def session_subscriptions(self, session_id):
+        """The URIs a session subscribed to (kept as its messages of kind ``subscription``,
+        which last as long as the session), oldest first."""
+        return [r["target"] for r in self.rows(
+            "SELECT target FROM session_messages WHERE session_id = ? AND kind = "
+            "'subscription' ORDER BY created_us, id", (session_id,))]
+
+    def session_subscription_count(self, token_name):
+        """How many URIs the sessions of a token subscribe to, all told."""
+        return self.value(
+            "SELECT count(*) FROM session_messages AS m JOIN sessions AS s ON s.id = "
+            "m.session_id WHERE s.token_name = ? AND m.kind = 'subscription'", (token_name,))
+
+    def session_subscription_delete(self, session_id, uri):
+        """Forget one URI a session subscribed to; returns whether it had."""
+        return self.execute("DELETE FROM session_messages WHERE session_id = ? AND kind = "
+                            "'subscription' AND target = ?", (session_id, uri)).rowcount > 0

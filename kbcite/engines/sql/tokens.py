@@ -1,0 +1,47 @@
+"""The HTTP server's bearer tokens: the table (the same on every engine) and its statements."""
+
+# Bearer tokens for the HTTP server, the same on every engine: only a SHA-256 of each is kept,
+# with what it grants.
+TOKENS_SQL = """
+CREATE TABLE tokens (
+    name TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    grants TEXT NOT NULL,
+    writes TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+)
+"""
+
+
+class TokenSQL:
+    """The ``tokens`` table."""
+
+    def token_insert(self, name, token_hash, grants, writes, created_at):
+        """Record a new token (its hash only)."""
+        self.execute("INSERT INTO tokens (name, token_hash, grants, writes, created_at) "
+                     "VALUES (?, ?, ?, ?, ?)", (name, token_hash, grants, writes, created_at))
+
+    def token_by_name(self, name):
+        """A token's row by its name, or None."""
+        return self.row("SELECT name, grants, writes, created_at, revoked_at FROM tokens "
+                        "WHERE name = ?", (name,))
+
+    def token_by_hash(self, token_hash):
+        """The live (not revoked) token with this hash, or None."""
+        return self.row("SELECT name, grants, writes FROM tokens WHERE token_hash = ? "
+                        "AND revoked_at IS NULL", (token_hash,))
+
+    def token_any_by_hash(self, token_hash):
+        """The token with this hash, revoked or not (to say why it was refused), or None."""
+        return self.row("SELECT name, revoked_at FROM tokens WHERE token_hash = ?", (token_hash,))
+
+    def token_list(self):
+        """Every token, by name (no hashes)."""
+        return self.rows("SELECT name, grants, writes, created_at, revoked_at FROM tokens "
+                         "ORDER BY name")
+
+    def token_revoke(self, name, revoked_at):
+        """Mark a token revoked; returns whether it was live."""
+        return self.execute("UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at "
+                            "IS NULL", (revoked_at, name)).rowcount == 1

@@ -1,0 +1,145 @@
+"""Signing in to the pages: a kb token exchanged for a session cookie, and one-time links.
+
+A web session is a row of the store's sessions (``kbcite.sessions``), so every worker on the
+store knows it, its idle time runs as a handshake session's, and revoking the token ends it
+with the token's other sessions. The cookie holds the token's name and a random secret; the
+store keeps only the secret's SHA-256 as the session's ID, with the token's grants and write
+mode as the session's "capabilities" (a token's grants never change). The CSRF token of every
+form is an HMAC of the secret under the server's signing secret.
+
+A one-time link (``kb token link NAME``) is a session row too, of kind ``web-link``: the
+link's code is its secret, it lasts ``LINK_TTL_S``, and using it deletes the row, so it
+signs in once.
+"""
+
+import hashlib
+import hmac
+import secrets
+from http.cookies import CookieError, SimpleCookie
+
+from ...tokens import (KIND_LINK, KIND_WEB, LINK_TTL_S, WEB_SESSIONS_PER_TOKEN, pack,
+                      secret_digest, unpack)
+
+COOKIE = "kb_session"
+LOGIN_COOKIE = "kb_login"  # the sign-in form's CSRF token, before there is a session
+
+
+class Person:
+    """Who is signed in: the token's name, grants, write mode, and this session's CSRF token."""
+
+    __slots__ = ("name", "grants", "writes", "csrf", "session_id")
+
+    def __init__(self, name, grants, writes, csrf, session_id):
+        self.name = name
+        self.grants = frozenset(grants)
+        self.writes = writes
+        self.csrf = csrf
+        self.session_id = session_id
+
+    @property
+    def may_write(self):
+        """Edit and Revert need a token whose edits are written without asking."""
+        return self.writes == "allow"
+
+
+def cookies(req):
+    """The request's cookies as a dict (an unparsable header: none)."""
+    raw = req.header(b"cookie")
+    if not raw:
+        return {}
+    jar = SimpleCookie()
+    try:
+        jar.load(raw)
+    except CookieError:
+        return {}
+    return {key: morsel.value for key, morsel in jar.items()}
+
+
+def set_cookie(name, value, secure, max_age=None):
+    """A Set-Cookie header: HttpOnly, SameSite=Lax, Secure under TLS, the whole site."""
+    parts = ["%s=%s" % (name, value), "Path=/", "HttpOnly", "SameSite=Lax"]
+    if secure:
+        parts.append("Secure")
+    if max_age is not None:
+        parts.append("Max-Age=%d" % max_age)
+    return (b"Set-Cookie", "; ".join(parts).encode("latin-1"))
+
+
+class WebSessions:
+    """The pages' sessions, kept in the store through the MCP app's token connections."""
+
+    def __init__(self, connections, settings):
+        self.connections = connections
+        self.settings = settings
+        self.idle_s = settings.session_timeout
+
+    def csrf_for(self, secret):
+        """The CSRF token of the session (or sign-in form) with this secret."""
+        return hmac.new(self.settings.signing_secret, b"csrf:" + secret.encode("utf-8"),
+                        hashlib.sha256).hexdigest()
+
+    def person(self, req):
+        """The person the request's session cookie names, or None (no cookie, an ended
+        session, a revoked token)."""
+        found = unpack(cookies(req).get(COOKIE))
+        if found is None:
+            return None
+        name, secret = found
+        session_id = secret_digest(secret)
+        with self.connections.borrow() as store:
+            row = store.session_find(session_id, name, idle_s=self.idle_s)
+            if row is None or row["protocol_version"] != KIND_WEB:
+                return None
+            store.session_touch(session_id)
+        caps = row["capabilities"]
+        return Person(name, caps["grants"], caps["writes"], self.csrf_for(secret), session_id)
+
+    def csrf_ok(self, req, person, form):
+        """Whether a POST carries the CSRF token of its session (or of its sign-in form)."""
+        sent = (form.get("csrf") or [""])[0]
+        if person is not None:
+            return hmac.compare_digest(sent, person.csrf)
+        secret = cookies(req).get(LOGIN_COOKIE)
+        return bool(secret) and hmac.compare_digest(sent, self.csrf_for(secret))
+
+    def login_form(self):
+        """``(the CSRF token, its cookie secret)`` for a new sign-in form."""
+        secret = secrets.token_urlsafe(32)
+        return self.csrf_for(secret), secret
+
+    def sign_in(self, token):
+        """The cookie value of a new session for a live ``token``, or None."""
+        with self.connections.borrow() as store:
+            found = store.token_principal(token)
+            if found is None:
+                return None
+            return self._open(store, found["name"], found["grants"], found["writes"])
+
+    def sign_in_link(self, code):
+        """The cookie value of a new session for a one-time link's code, or None (used,
+        expired, unknown, or its token revoked since)."""
+        found = unpack(code)
+        if found is None:
+            return None
+        name, secret = found
+        link_id = secret_digest(secret)
+        with self.connections.borrow() as store:
+            row = store.session_find(link_id, name, idle_s=LINK_TTL_S)
+            if row is None or row["protocol_version"] != KIND_LINK:
+                return None
+            if not store.session_end(link_id, name):  # another use took it first
+                return None
+            caps = row["capabilities"]
+            return self._open(store, name, caps["grants"], caps["writes"])
+
+    def _open(self, store, name, grants, writes):
+        secret = secrets.token_urlsafe(32)
+        store.session_open(secret_digest(secret), name, KIND_WEB,
+                           {"grants": sorted(grants), "writes": writes},
+                           idle_s=self.idle_s, per_token=WEB_SESSIONS_PER_TOKEN)
+        return pack(name, secret)
+
+    def sign_out(self, person):
+        """End the person's session."""
+        with self.connections.borrow() as store:
+            store.session_end(person.session_id, person.name)

@@ -1,0 +1,60 @@
+"""Pages from templates, and articles from Markdown, both escaping by default.
+
+Templates are Jinja2 with autoescape on, so every value is HTML-escaped unless a view marks it
+safe; the only markup marked safe is what ``markdown`` makes: CommonMark with raw HTML off
+(``<script>`` in an article is shown as text), and links and images limited to http(s),
+mailto and relative addresses (a ``javascript:`` link stays text).
+"""
+
+import os
+import re
+from urllib.parse import quote
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
+
+# The schemes an article's link may use; one with none is relative to the page.
+LINK_SCHEMES = ("http", "https", "mailto")
+
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
+# Browsers ignore these inside a scheme ("java\tscript:"), so they are dropped before looking.
+_IGNORED = re.compile(r"[\x00-\x20\x7f]")
+
+
+def link_allowed(url):
+    """Whether an article may link (or embed an image) to ``url``."""
+    found = _SCHEME.match(_IGNORED.sub("", url))
+    return found is None or found.group(1).lower() in LINK_SCHEMES
+
+
+def _markdown():
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.validateLink = link_allowed
+    return md
+
+
+def url_part(value):
+    """A value as one path segment or query value of a URL (everything else escaped)."""
+    return quote(str(value), safe=":")
+
+
+class Renderer:
+    """The template environment and the Markdown renderer, made once a process."""
+
+    def __init__(self):
+        self.env = Environment(loader=FileSystemLoader(TEMPLATES),
+                               autoescape=select_autoescape(default=True, default_for_string=True),
+                               trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["u"] = url_part
+        self.md = _markdown()
+
+    def page(self, template, **values):
+        """A whole page as bytes."""
+        return self.env.get_template(template).render(**values).encode("utf-8")
+
+    def markdown(self, text):
+        """An article's Markdown as safe HTML."""
+        return Markup(self.md.render(text))

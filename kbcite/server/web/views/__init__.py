@@ -1,0 +1,1 @@
+"""The pages' views, by page: each takes a ``Page`` and returns a ``Response``."""

@@ -1,0 +1,114 @@
+"""The pages' writes: Edit (title and Markdown) and Revert, each a compare-and-swap on the
+version the page showed, with the form's idempotency key, so a double click writes once and a
+change made meanwhile is shown, never overwritten.
+
+Both go through the edit tool, as the token's own edit would: its grants, its name as the
+actor in the history, its replay of a key already used. Only a token whose edits are written
+without asking (``--writes allow``) may use them.
+"""
+
+import secrets
+
+from ....errors import InvalidArgument, VersionConflict
+from ..render import url_part
+from ..responses import redirect
+from ..diffs import compare
+from .articles import read
+
+# Why a write was refused to a token that may not write, in words.
+READ_ONLY = ("Your token may read this knowledge base but not change it: Edit and Revert need a "
+             "token made with --writes allow. Nothing was written.")
+
+
+def new_key():
+    """A fresh idempotency key for a form."""
+    return "web-" + secrets.token_urlsafe(18)
+
+
+def _article_url(kb_id, article_id):
+    return "/kb/%s/articles/%s" % (url_part(kb_id), url_part(article_id))
+
+
+def _edit(page, store, args):
+    """The edit tool's result for the person (its grants, its name in the history)."""
+    return store.call_tool("edit_knowledge_article", args, granted=page.person.grants,
+                           actor=page.person.name)
+
+
+def _since(page, article_id, expected):
+    """``(the current article, the diff from ``expected`` to it or None)`` after a conflict."""
+    with page.reading() as store:
+        current = read(store, page, article_id)
+        try:
+            old = read(store, page, article_id, expected)
+        except Exception:  # that version is gone or never was: show the current one only
+            return current, None
+    return current, compare(old["title"], old["content"], current["title"],
+                            current["content"])
+
+
+def edit(page):
+    """``/kb/{kb}/articles/{id}/edit``: the form (GET), the save (POST)."""
+    kb_id, article_id = page.params["kb"], page.params["id"]
+    if page.req.method == "GET":
+        with page.reading() as store:
+            found = read(store, page, article_id)
+        if not page.person.may_write:
+            return page.web.error(403, READ_ONLY)
+        return page.render("edit.html", kb=kb_id, article=found, title=found["title"],
+                           content=found["content"], expected=found["updated_at"],
+                           key=new_key(), summary="")
+    if not page.person.may_write:
+        with page.reading() as store:
+            read(store, page, article_id)  # an article they may not see is not found
+        return page.web.error(403, READ_ONLY)
+    title = page.field("title", "")
+    content = page.field("content", "").replace("\r\n", "\n")
+    expected = page.field("expected_version", "")
+    summary = page.field("summary", "").strip()
+    args = {"knowledge_base_id": kb_id, "article_id": article_id, "content": content,
+            "title": title, "expected_version": expected,
+            "idempotency_key": page.field("idempotency_key", "") or new_key()}
+    if summary:
+        args["summary"] = summary
+    try:
+        with page.writing(kb_id) as store:
+            _edit(page, store, args)
+    except VersionConflict:
+        current, since = _since(page, article_id, expected)
+        return page.render("edit.html", status=409, kb=kb_id, article=current, title=title,
+                           content=content, expected=current["updated_at"], key=new_key(),
+                           summary=summary, conflict=since, was=expected)
+    except InvalidArgument as exc:
+        if exc.details.get("argument") not in ("content", "title", "summary",
+                                               "expected_version"):
+            raise
+        with page.reading() as store:
+            current = read(store, page, article_id)
+        return page.render("edit.html", status=400, kb=kb_id, article=current, title=title,
+                           content=content, expected=expected, key=new_key(), summary=summary,
+                           problem=exc.message)
+    return redirect(_article_url(kb_id, article_id))
+
+
+def revert(page):
+    """``POST /kb/{kb}/articles/{id}/revert``: a new version holding version ``to``'s title
+    and text, only if the article is still at ``expected_version``."""
+    kb_id, article_id = page.params["kb"], page.params["id"]
+    to_version, expected = page.field("to", ""), page.field("expected_version", "")
+    with page.reading() as store:
+        old = read(store, page, article_id, to_version)
+    if not page.person.may_write:
+        return page.web.error(403, READ_ONLY)
+    args = {"knowledge_base_id": kb_id, "article_id": article_id, "content": old["content"],
+            "title": old["title"], "expected_version": expected,
+            "idempotency_key": page.field("idempotency_key", "") or new_key(),
+            "summary": "revert to %s" % to_version}
+    try:
+        with page.writing(kb_id) as store:
+            _edit(page, store, args)
+    except VersionConflict:
+        current, since = _since(page, article_id, expected)
+        return page.render("conflict.html", status=409, kb=kb_id, article=current,
+                           to=to_version, was=expected, diff=since)
+    return redirect(_article_url(kb_id, article_id))
