@@ -364,3 +364,180 @@ def test_a_store_of_another_user_says_whose_it_is(tmp_path, monkeypatch):
     assert "belongs to another user" in reason and "mode" in reason
     message = fails(path, "init", "other")
     assert "cannot be written" in message and "not a knowledge-base store" not in message
+
+
+# -- 4. an export in the form each file was imported in ---------------------------------------
+
+FORMS = [
+    "# git commit\n\nRecord changes to the repository.\n\n## Options\n\n- `-m`: the message.\n",
+    "# Closed heading #\n\nBody.\n",
+    "---\ntitle: Shipping\ntags: [a, b]\n---\nWe ship.\n",
+    "---\ntitle: >\n  A long\n  title\nauthor: me\n---\n\nBody here.\n\nMore.\n",
+    "---\nlayout: page\n---\n\n# Heading under front matter\n\nText.\n",
+    "+++\ntitle = \"Toml\"\nweight = 3\n+++\n\nToml body.\n",
+    "<!-- a badge -->\n# Below a comment\n\nText.\n",
+    "\ufeff# With a BOM\r\n\r\nWindows lines.\r\n",
+    "No title at all, only text.\n",
+    "# Two trailing newlines\n\nText.\n\n\n",
+    "# No final newline\n\nText.",
+    "---\ntitle: Exported\narticle_id: \"art-000007\"\nversion: \"2026-11-08T09:00:00.000000Z\"\n"
+    "source: \"x.md\"\n---\n\nOnce exported.\n",
+]
+
+
+@pytest.mark.parametrize("original", FORMS)
+def test_format_like_gives_back_the_file_unchanged_and_reads_back_an_edit(original):
+    from kbcite.markdown import format_like, parse_document
+    title, body, meta = parse_document(original, "fallback")
+    fields = {"article_id": meta.get("article_id", "art-000007"),
+              "version": meta.get("version", "2026-11-08T09:00:00.000000Z"),
+              "source": "x.md", "published": True}
+    assert format_like(original, title, body, fields) == original
+    edited = body + "\n\nOne line more."
+    text = format_like(original, title, edited, fields)
+    assert parse_document(text, "fallback")[:2] == (title, edited)
+    renamed = format_like(original, "A new title", body, fields)
+    if parse_document(original, None)[0] is not None:  # a title of its own, not the name's
+        assert parse_document(renamed, "fallback")[:2] == ("A new title", body)
+
+
+def test_format_like_updates_only_the_keys_the_front_matter_had():
+    from kbcite.markdown import format_like
+    original = ("---\ntitle: Exported\narticle_id: \"art-000007\"\n"
+                "version: \"2026-11-08T09:00:00.000000Z\"\nowner: docs-team\n---\n\nText.\n")
+    text = format_like(original, "Exported", "Text, edited.", {
+        "article_id": "art-000007", "version": "2026-11-09T10:00:00.000000Z",
+        "source": "x.md", "published": True})
+    assert text == ("---\ntitle: Exported\narticle_id: \"art-000007\"\n"
+                    "version: \"2026-11-09T10:00:00.000000Z\"\nowner: docs-team\n---\n\n"
+                    "Text, edited.\n")
+
+
+def diff_lines(before, after):
+    """The lines a unified diff of two texts removes and adds."""
+    import difflib
+    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
+                                                  lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+# Every form but an earlier export's, whose version key an edit must change too.
+PAGES = FORMS[:-1]
+
+
+def test_export_edited_writes_the_imported_form_and_the_diff_is_the_edit(kb, tmp_path, clock):
+    folder = tmp_path / "docs"
+    for i, original in enumerate(PAGES):
+        write(folder, "page-%02d.md" % i, original)
+    kb.import_directory(KB, str(folder))
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    ids = source_ids(kb)
+    for i, original in enumerate(PAGES):
+        article = kb.get_article(KB, ids["page-%02d.md" % i])
+        lines = article["content"].split("\n")
+        lines[-1] = lines[-1] + " Edited."  # one line changed by an agent
+        agent_edit(kb, article["article_id"], "\n".join(lines), clock, key="e%d" % i)
+    result = kb.export_directory(KB, str(folder), edited=True)
+    assert result["counts"]["write"] == len(PAGES)
+    for i in range(len(PAGES)):
+        name = "page-%02d.md" % i
+        now = (folder / name).read_bytes()
+        changed = diff_lines(before[name].decode("utf-8"), now.decode("utf-8"))
+        assert len(changed) == 2 and changed[1].endswith(" Edited."), (name, changed)
+        assert b"article_id" not in now or b"article_id" in before[name]
+    again = kb.import_directory(KB, str(folder))
+    assert again["counts"]["conflict"] == 0 and again["counts"]["update"] == 0
+    assert kb.import_directory(KB, str(folder))["counts"]["unchanged"] == len(PAGES)
+    assert kb.export_directory(KB, str(folder), edited=True)["counts"]["write"] == 0
+
+
+def test_export_edited_front_matter_asks_for_the_full_form(db, docs):
+    ok(db, "import", KB, docs)
+    with KBStore(str(db)) as store:
+        agent_edit(store, source_ids(store)["refunds.md"], "Refunds take a day.", None)
+    ok(db, "export", KB, docs, "--edited", "--front-matter")
+    text = (docs / "refunds.md").read_text(encoding="utf-8")
+    assert text.startswith("---\ntitle: \"Refund policy\"\narticle_id: ") and "version: " in text
+    assert json.loads(ok(db, "--json", "import", KB, docs))["counts"]["conflict"] == 0
+
+
+def test_a_one_line_agent_edit_is_a_one_line_git_diff(tmp_path, clock):
+    import shutil
+    import subprocess
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    write(repo, "docs/git-commit.md", FORMS[0])
+    write(repo, "docs/setup.md", "---\ntitle: Setup\nsidebar_position: 2\n---\n\n"
+          "Install it.\n\nThen run it.\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo)] + list(args), env=env, check=True,
+                              capture_output=True, text=True).stdout
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "docs")
+    db = tmp_path / "kb.sqlite3"
+    ok(db, "init", KB)
+    ok(db, "import", KB, repo / "docs")
+    with KBStore(str(db)) as store:
+        ids = source_ids(store)
+        for source, old, new in (("git-commit.md", "Record changes", "Record a change"),
+                                 ("setup.md", "Then run it.", "Then run it twice.")):
+            content = store.get_article(KB, ids[source])["content"].replace(old, new)
+            agent_edit(store, ids[source], content, None, key=source)
+    ok(db, "export", KB, repo / "docs", "--edited")
+    stat = git("diff", "--numstat")
+    assert sorted(stat.split("\n")[:-1]) == ["1\t1\tdocs/git-commit.md", "1\t1\tdocs/setup.md"]
+    assert json.loads(ok(db, "--json", "import", KB, repo / "docs"))["counts"]["update"] == 0
+
+
+MARKDOWNLINT = "markdownlint-cli@0.50.0"
+
+
+@pytest.mark.slow
+def test_the_round_trip_adds_no_markdownlint_violation(tmp_path, clock):
+    import shutil
+    import subprocess
+    if shutil.which("npx") is None:
+        if os.environ.get("CI"):
+            pytest.fail("npx is missing: .ci/run installs Node.js")
+        pytest.skip("markdownlint-cli runs through npx, which is not installed")
+    folder = tmp_path / "docs"
+    pages = [f for f in FORMS if not f.startswith("\ufeff")]
+    for i, original in enumerate(pages):
+        write(folder, "page-%02d.md" % i, original)
+
+    # A docs repository's rules: markdownlint's defaults, and every page starts with its
+    # heading (front matter's title does not count), as many such repositories ask.
+    config = tmp_path / "markdownlint.json"
+    config.write_text(json.dumps({"default": True, "MD041": {"front_matter_title": ""}}))
+
+    def lint():
+        done = subprocess.run(["npx", "-y", "-p", "node@22", "-p", MARKDOWNLINT, "--",
+                               "markdownlint", "--json", "--config", str(config), str(folder)],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode not in (0, 1) and not os.environ.get("CI") and any(
+                word in done.stderr for word in ("ENOTFOUND", "E404", "ETIMEDOUT")):
+            pytest.skip("markdownlint-cli could not be fetched from the npm registry")
+        # Exit 1 and its findings as JSON on stderr (after whatever npm warned of), or 0.
+        assert done.returncode in (0, 1), done.stderr[-2000:]
+        lines = done.stderr.splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith("[")), None)
+        found = json.loads("\n".join(lines[start:])) if done.returncode else []
+        return {(os.path.basename(v["fileName"]), v["ruleNames"][0]) for v in found}
+    before = lint()
+    kb = KBStore(":memory:", clock=clock, create=True)
+    kb.create_knowledge_base(KB)
+    kb.import_directory(KB, str(folder))
+    ids = source_ids(kb)
+    for i in range(len(pages)):
+        article = kb.get_article(KB, ids["page-%02d.md" % i])
+        agent_edit(kb, article["article_id"], article["content"] + "\n\nAn agent's line.",
+                   clock, key="l%d" % i)
+    kb.export_directory(KB, str(folder), edited=True)
+    kb.close()
+    after = lint()
+    assert after <= before, sorted(after - before)

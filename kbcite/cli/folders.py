@@ -96,7 +96,8 @@ def cmd_export(store, args, out):
     try:
         result = store.export_directory(args.kb, args.directory, include_drafts=args.all,
                                         edited=args.edited, force=args.force, yes=args.yes,
-                                        dry_run=args.dry_run, progress=progress)
+                                        dry_run=args.dry_run, progress=progress,
+                                        front_matter=True if args.front_matter else None)
     except KeyboardInterrupt:
         progress.finish()
         done = progress.done.get("export", (0, 0))

@@ -191,6 +191,9 @@ def build_parser():
     p.add_argument("--edited", action="store_true",
                    help="only the articles edited since their import, over their files: the "
                         "way to take an agent's edits back to the imported folder")
+    p.add_argument("--front-matter", action="store_true",
+                   help="--edited: write each file with the full front matter (title, ID, "
+                        "version, source), not in the form it was imported in")
     p.add_argument("--force", action="store_true",
                    help="--edited: overwrite a file that changed since its import too")
     p.add_argument("--yes", action="store_true",
