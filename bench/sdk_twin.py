@@ -75,7 +75,7 @@ class StoreTokens:
 
     async def verify_token(self, token):
         """The AccessToken of a live token, or None."""
-        found = await self.stores.run(lambda store: store.token_principal(token))
+        found = await self.stores.run(lambda store: store.tokens.principal(token))
         if found is None:
             return None
         return AccessToken(token=token, client_id=found["name"], scopes=[],

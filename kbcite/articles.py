@@ -8,6 +8,8 @@ an import and the agent's edit (``kbcite.edits``) all write through it. ``insert
 articles, one or a bulk load.
 """
 
+import contextlib
+
 from . import access, changes, events, history
 from .errors import InvalidArgument, VersionConflict, VersionNotFound, VersionPruned
 from .limits import (
@@ -28,10 +30,12 @@ def conflict_error(db, kb, row, expected_version):
 
     Its details carry what an agent needs to re-apply its change without another read: the
     current citation (or ``gone``, where the article is no longer published) and the change
-    from ``expected_version`` to now (None where that version cannot be read).
+    from ``expected_version`` to now (None where that version cannot be read). The texts are
+    read here, in the caller's transaction; the change itself is computed by ``settle`` once
+    that transaction is over (``transaction`` does it), so no diff runs under the write lock.
     """
     gone = not row["published"]
-    change = None
+    pending = None
     if not gone:
         try:
             old, old_content = history.find(db, kb, row, expected_version,
@@ -39,9 +43,9 @@ def conflict_error(db, kb, row, expected_version):
         except (VersionNotFound, VersionPruned, InvalidArgument):
             pass
         else:
-            change = changes.changes(old["title"], old_content, row["title"], row["content"])
+            pending = (old["title"], old_content, row["title"], row["content"])
     current = None if gone else citation(kb["kb_id"], row["article_id"], row["updated_at"])
-    return VersionConflict(
+    error = VersionConflict(
         "article %r in knowledge base %r has changed: the current version is %s, not %s. "
         "This error's details hold the current citation and what changed since your version "
         "(details.changes): re-apply your change to the current content (or re-read it with "
@@ -55,8 +59,30 @@ def conflict_error(db, kb, row, expected_version):
         current_version=row["updated_at"],
         current=current,
         gone=gone,
-        changes=change,
+        changes=None,
     )
+    error.pending = pending
+    return error
+
+
+def settle(error):
+    """Fill in a version conflict's ``changes`` from the texts it holds; returns the error."""
+    pending = getattr(error, "pending", None)
+    if pending is not None:
+        error.details["changes"] = changes.changes(*pending)
+        error.pending = None
+    return error
+
+
+@contextlib.contextmanager
+def transaction(db):
+    """``db.write()``, with a version conflict's change computed after the rollback."""
+    try:
+        with db.write():
+            yield
+    except VersionConflict as error:
+        settle(error)
+        raise
 
 
 def write(ctx, kb, row, *, content, title, published, action, actor=None, summary=None,
@@ -180,7 +206,7 @@ def save(ctx, kb_id, article_id, *, content=None, title=None, actor=None, summar
         check_title(title)
     history.check_actor(actor, summary)
     db = ctx.db
-    with db.write():
+    with transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         row = access.article(db, kb, article_id, published_only=False)
         updated_at, _ = write(
@@ -200,7 +226,7 @@ def set_published(ctx, kb_id, article_id, published, actor=None):
     was in that state)."""
     history.check_actor(actor, None)
     db = ctx.db
-    with db.write():
+    with transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         row = access.article(db, kb, article_id, published_only=False)
         if bool(row["published"]) == published:
@@ -218,7 +244,7 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
     returns ``(updated_at, event)``. Its visibility stays as it is."""
     history.check_actor(actor, summary)
     db = ctx.db
-    with db.write():
+    with transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         row = access.article(db, kb, article_id, published_only=False)
         expected_us = parse_version(expected_version, "expected_version")

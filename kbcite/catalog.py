@@ -13,6 +13,7 @@ from . import access
 from .errors import InvalidArgument, NotFound
 from .search import hits
 from .search.text import tokens
+from .validation import check_text
 
 # Completion values at most (server/utilities/completion.mdx: "Maximum 100 items").
 COMPLETIONS_MAX = 100
@@ -54,7 +55,9 @@ def page(ctx, granted, after, limit):
 
 def knowledge_bases(ctx, granted, prefix):
     """``(values, total)``: the IDs of granted knowledge bases that exist and start with
-    ``prefix``, at most ``COMPLETIONS_MAX`` of them."""
+    ``prefix``, at most ``COMPLETIONS_MAX`` of them; InvalidArgument for a prefix no ID can
+    start with (a NUL, a lone surrogate), as the tools refuse such strings."""
+    check_text(prefix, "argument.value")
     with ctx.db.read():
         found = [kb["kb_id"] for kb in _granted_kbs(ctx.db, granted)
                  if kb["kb_id"].startswith(prefix)]
@@ -65,7 +68,10 @@ def article_ids(ctx, granted, kb_id, text):
     """``(values, has_more)``: published article IDs of a granted knowledge base that start
     with ``text``, then those with a title word starting with the last word of ``text``, then
     those whose title or text match ``text`` as search words; nothing (not an error) for a
-    knowledge base that is missing or not granted."""
+    knowledge base that is missing or not granted. InvalidArgument for a string the tools
+    refuse (a NUL, a lone surrogate)."""
+    check_text(text, "argument.value")
+    check_text(kb_id, "context.arguments.knowledge_base_id")
     db = ctx.db
     with db.read():
         try:

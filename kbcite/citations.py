@@ -1,9 +1,11 @@
 """The check_citations tool: for each of up to 100 citations, is it current, changed or gone?
 
 One read transaction whatever the number of citations: the current rows of the cited articles
-that are published in one statement, the cited versions and their texts in one each. For a changed citation the answer carries the change from the cited version
-to now (``kbcite.changes``), so an agent learns what changed without reading the article
-again, and whether the passage it relied on still stands.
+that are published in one statement, the cited versions and their texts in one each. For a
+changed citation the answer carries the change from the cited version to now
+(``kbcite.changes``), so an agent learns what changed without reading the article again, and
+whether the passage it relied on still stands. The changes are computed after the read, in
+one budget of work for the whole call (``changes.Budget``).
 
 What the store hides stays hidden: a citation of another knowledge base is ``not_found``
 without that knowledge base being looked at; a missing, draft or unpublished article is
@@ -37,14 +39,31 @@ def check(ctx, args, granted, actor=None):
         found = db.versions_at(wanted)
         texts = db.texts(row["text_pk"] for row in found.values()
                          if row["published"] and row["text_pk"] is not None)
+    # One budget of diff work for the whole call, and each distinct change computed once.
+    diff = _Differ(changes.Budget())
     results = []
     for item, us in zip(cited, versions):
-        results.append(_status(kb, item, us, rows, found, texts))
+        results.append(_status(kb, item, us, rows, found, texts, diff))
     return {"knowledge_base_id": kb["kb_id"], "results": results,
             "head_sequence": kb["head_sequence"]}
 
 
-def _status(kb, item, us, rows, found, texts):
+class _Differ:
+    """The changes of one call: computed once per (cited text, current row), in one budget."""
+
+    def __init__(self, budget):
+        self.budget = budget
+        self.done = {}
+
+    def __call__(self, version, text, row):
+        key = (version["title"], version["text_pk"], row["pk"])
+        if key not in self.done:
+            self.done[key] = changes.changes(version["title"], text, row["title"],
+                                             row["content"], budget=self.budget)
+        return self.done[key]
+
+
+def _status(kb, item, us, rows, found, texts, diff):
     """One citation's answer, from what the read transaction gathered."""
     answer = {"citation": dict(item), "status": None, "current": None, "changes": None}
     if item["knowledge_base_id"] != kb["kb_id"]:
@@ -66,7 +85,6 @@ def _status(kb, item, us, rows, found, texts):
     elif version["text_pk"] is None:
         answer["reason"] = "version_pruned"
     else:
-        answer["changes"] = changes.changes(version["title"], texts[version["text_pk"]],
-                                            row["title"], row["content"])
+        answer["changes"] = diff(version, texts[version["text_pk"]], row)
     return answer
 

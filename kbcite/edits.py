@@ -14,7 +14,7 @@ import hashlib
 import json
 
 from . import access, articles
-from .errors import IdempotencyKeyReused
+from .errors import IdempotencyKeyReused, VersionConflict
 from .limits import IDEMPOTENCY_TTL_US
 from .tools import citation
 from .validation import check_content, check_title
@@ -69,7 +69,7 @@ def checks(ctx, args, granted, lock):
 def edit(ctx, args, granted, actor=None):
     """The ``edit_knowledge_article`` tool; ``actor`` is recorded as who made the version."""
     db = ctx.db
-    with db.write():
+    with articles.transaction(db):
         kb, row, print_, stored = checks(ctx, args, granted, lock=True)
         if stored is not None:
             return stored
@@ -99,8 +99,11 @@ def edit(ctx, args, granted, actor=None):
 def preview(ctx, args, granted):
     """What an edit with these (validated) arguments would do now, for an approval prompt;
     raises what the edit would raise."""
-    with ctx.db.read():
-        kb, row, _, stored = checks(ctx, args, granted, lock=False)
+    try:
+        with ctx.db.read():
+            kb, row, _, stored = checks(ctx, args, granted, lock=False)
+    except VersionConflict as error:
+        raise articles.settle(error)
     if stored is not None:
         return {"replay": True, "result": stored}
     return {

@@ -5,7 +5,11 @@ imported folder lands on the files it came from), else ``ARTICLE_ID.md``. The fi
 matter carries the title, the article's ID, its version and its source path (and
 ``published: false`` for a draft), which an import reads back: a renamed or moved file keeps
 its article, and a file written from the article's current version may be updated from.
-Every file is written whole or not at all (a temporary file beside it, then a rename).
+Every file is written whole or not at all (a temporary file beside it, then a rename), with
+the mode a plain ``open`` would give it, or that of the file it replaces; and only inside
+the folder: a file whose folder leads elsewhere through a link, or that cannot be written (a
+file where a folder should be, a folder without write permission), is named in one refusal
+before anything is written.
 Exporting the articles edited since their import (``edited``) over the imported folder writes
 each file in its own form instead (``markdown.format_like``): a ``# `` heading stays a heading,
 front matter keeps only the keys it had, so the diff is the edit; the store's import record
@@ -19,35 +23,83 @@ overwrite a file that was itself changed since that import: both changed, it is 
 """
 
 import collections
+import errno
 import os
-import posixpath
-import tempfile
+import secrets
+import stat
 
 from . import access, history
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
 from .folder import EXTENSIONS
 from .importer import normalized
 from .markdown import format_document, format_like, parse_document
+from .validation import check_source
 
 # What an export can do with one article, in the order a summary lists them.
 EXPORT_ACTIONS = ("write", "unchanged", "conflict", "exists")
 
 
 def target_path(row):
-    """Where an article's file goes, relative to the folder: its source, else its ID."""
+    """Where an article's file goes, relative to the folder: its source, else its ID (a
+    source that is no safe relative path, stored before sources were checked, gets the ID)."""
     source = row["source"]
-    if source and not posixpath.isabs(source) and ".." not in source.split("/") and \
-            source.lower().endswith(EXTENSIONS):
-        return source
+    if source and source.lower().endswith(EXTENSIONS):
+        try:
+            check_source(source)
+        except InvalidArgument:
+            pass
+        else:
+            return source
     return "%s.md" % row["article_id"]
 
 
-def write_atomically(path, text):
-    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, renamed."""
+def _inside(real, root):
+    """Whether the resolved path ``real`` is the resolved folder ``root`` or below it."""
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def place_problem(directory, path):
+    """Why the file ``path`` (relative, ``/``-separated) cannot be written in ``directory``,
+    or None: its folder, resolved through every link, must lie inside ``directory``, be a
+    folder (or be creatable) and be writable; the file itself must not be a folder."""
+    full = os.path.join(directory, *path.split("/"))
+    ancestor = os.path.dirname(full)
+    while not os.path.lexists(ancestor) and ancestor != os.path.dirname(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    # Below the export folder, a folder is named as the export's files are; above it (the
+    # export folder is still to be made), by its whole path.
+    below = len(os.path.normpath(ancestor)) > len(os.path.normpath(directory))
+    name = os.path.relpath(ancestor, directory) if below else ancestor
+    real = os.path.realpath(ancestor)
+    if below and not _inside(real, os.path.realpath(directory)):
+        return "its folder %s leads outside %s (to %s, through a link)" % (
+            name, directory, real)
+    if not os.path.isdir(ancestor):
+        return "%s is not a folder" % name
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return "%s cannot be written (permission denied)" % name
+    if os.path.isdir(full):
+        return "a folder of that name is there"
+    return None
+
+
+def write_atomically(path, text, root=None):
+    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, renamed.
+    The file gets the mode of the file it replaces, else what ``open`` would give (0666
+    less the umask); with ``root``, its folder must resolve inside ``root`` at that moment."""
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=".kb-export-", suffix=".tmp", dir=folder)
+    if root is not None and not _inside(os.path.realpath(folder), os.path.realpath(root)):
+        raise OSError(errno.EXDEV, "its folder now leads outside %s, through a link" % root)
     try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = None
+    temporary = os.path.join(folder, ".kb-export-%s.tmp" % secrets.token_hex(8))
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
         os.replace(temporary, path)
@@ -132,6 +184,24 @@ def _file_is_as_imported(db, kb, row, current):
     return (title, normalized(body)) == (version["title"], normalized(content))
 
 
+def _check_places(directory, writing):
+    """Refuse, before anything is written, an export that could not write every file."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise InvalidArgument("%s is not a folder: export into a folder (it is made if it "
+                              "does not exist)" % directory, argument="directory")
+    problems = []
+    for action in writing:
+        problem = place_problem(directory, action["path"])
+        if problem is not None:
+            problems.append((action["path"], problem))
+    if problems:
+        raise InvalidArgument(
+            "%d file(s) cannot be written in %s, so nothing was written:\n%s"
+            % (len(problems), directory,
+               "\n".join("  %s: %s" % problem for problem in problems)),
+            argument="directory", paths=[path for path, _ in problems])
+
+
 def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=False,
                      force=False, yes=False, dry_run=False, progress=None, front_matter=None):
     """Write a knowledge base's published articles (drafts too with ``include_drafts``;
@@ -155,10 +225,18 @@ def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=Fals
             % (len(blocked), directory, "\n".join("  " + a["path"] for a in blocked)),
             argument="directory", paths=[a["path"] for a in blocked])
     writing = [a for a in actions if a["action"] == "write"]
+    _check_places(directory, writing)
     if not dry_run:
         for done, action in enumerate(writing, 1):
-            write_atomically(os.path.join(directory, *action["path"].split("/")),
-                             action["text"])
+            try:
+                write_atomically(os.path.join(directory, *action["path"].split("/")),
+                                 action["text"], root=directory)
+            except OSError as exc:
+                raise InvalidArgument(
+                    "cannot write %s in %s: %s; %d of the %d file(s) to write were written "
+                    "before it, each whole" % (action["path"], directory,
+                                              exc.strerror or exc, done - 1, len(writing)),
+                    argument="directory", path=action["path"]) from None
             if progress is not None:
                 progress("export", done, len(writing))
     for action in actions:

@@ -13,11 +13,10 @@ one run names every bad file, in ``bad``; what was left out on purpose is in ``s
 """
 
 import os
-import re
 from dataclasses import dataclass, field
 
 from .errors import InvalidArgument, ToolError
-from .markdown import SourceDocument, parse_document, read_utf8_file
+from .markdown import SourceDocument, fallback_title, parse_document, read_utf8_file
 from .validation import check_new_article
 
 EXTENSIONS = (".md", ".markdown")
@@ -36,8 +35,111 @@ class FolderRead:
     skipped: list = field(default_factory=list)  # {"source", "reason"}
 
 
+class BadPattern(ValueError):
+    """A ``.kbignore`` line that is no pattern (an empty ``[]``, a range ``[z-a]``)."""
+
+
+def _bracket(body, line):
+    """``(negated, ranges)`` of the body of a ``[...]`` in ``line``; BadPattern if it has none."""
+    negated = body[:1] in ("!", "^")
+    if negated:
+        body = body[1:]
+    ranges, i = [], 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            if body[i] > body[i + 2]:
+                raise BadPattern("the range %s-%s in %r runs backwards"
+                                 % (body[i], body[i + 2], line))
+            ranges.append((body[i], body[i + 2]))
+            i += 3
+        else:
+            ranges.append((body[i], body[i]))
+            i += 1
+    if not ranges:
+        raise BadPattern("%r has an empty [] that no name can match" % line)
+    return negated, tuple(ranges)
+
+
+def _tokens(line):
+    """The glob ``line`` as tokens for ``glob_match``: ``("lit", c)``, ``("one",)`` (``?``),
+    ``("set", negated, ranges)``, ``("star",)`` (no ``/``), ``("any",)`` (``**``) and
+    ``("skip", 2)`` (``**/`` may match nothing: skip it)."""
+    tokens, i = [], 0
+    while i < len(line):
+        ch = line[i]
+        if line.startswith("**/", i):
+            tokens += [("skip", 2), ("any",), ("lit", "/")]
+            i += 3
+            continue
+        if line.startswith("**", i):
+            tokens.append(("any",))
+            i += 2
+            continue
+        if ch == "*":
+            tokens.append(("star",))
+        elif ch == "?":
+            tokens.append(("one",))
+        elif ch == "[" and line.find("]", i + 1) >= 0:
+            end = line.find("]", i + 1)
+            tokens.append(("set",) + _bracket(line[i + 1:end], line))
+            i = end
+        else:
+            tokens.append(("lit", ch))
+        i += 1
+    return tuple(tokens)
+
+
+def _closure(tokens, states):
+    """``states`` with every state reachable without reading a character."""
+    todo, seen = list(states), set(states)
+    while todo:
+        i = todo.pop()
+        if i >= len(tokens):
+            continue
+        kind = tokens[i][0]
+        nexts = (i + 1,) if kind in ("star", "any") else \
+            (i + 1, i + 1 + tokens[i][1]) if kind == "skip" else ()
+        for j in nexts:
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return seen
+
+
+def glob_match(tokens, name):
+    """Whether ``name`` matches the glob ``tokens`` whole: the states of the pattern are
+    followed together, character by character, so the time is linear in the name (times the
+    pattern's length) and never backtracks."""
+    states = _closure(tokens, {0})
+    for ch in name:
+        step = set()
+        for i in states:
+            if i >= len(tokens):
+                continue
+            token = tokens[i]
+            kind = token[0]
+            if kind in ("star", "any"):
+                if kind == "any" or ch != "/":
+                    step.add(i)
+            elif kind == "lit":
+                if ch == token[1]:
+                    step.add(i + 1)
+            elif kind == "one":
+                if ch != "/":
+                    step.add(i + 1)
+            elif kind == "set":
+                inside = any(low <= ch <= high for low, high in token[2])
+                if ch != "/" and inside != token[1]:
+                    step.add(i + 1)
+        if not step:
+            return False
+        states = _closure(tokens, step)
+    return len(tokens) in states
+
+
 def _pattern(line):
-    """A compiled gitignore pattern: ``(regex, negated, directories only, anchored)``, or None."""
+    """A gitignore pattern: ``(tokens, negated, directories only, anchored)``, or None for a
+    blank line or a comment; BadPattern for a line that is no pattern."""
     line = line.rstrip("\n").rstrip()
     if not line or line.startswith("#"):
         return None
@@ -50,44 +152,29 @@ def _pattern(line):
     line = line.rstrip("/")
     anchored = "/" in line
     line = line.lstrip("/")
-    regex, i = "", 0
-    while i < len(line):
-        ch = line[i]
-        if line.startswith("**/", i):
-            regex += "(?:.*/)?"
-            i += 3
-            continue
-        if line.startswith("**", i):
-            regex += ".*"
-            i += 2
-            continue
-        if ch == "*":
-            regex += "[^/]*"
-        elif ch == "?":
-            regex += "[^/]"
-        elif ch == "[":
-            end = line.find("]", i + 1)
-            if end < 0:
-                regex += re.escape(ch)
-            else:
-                body = line[i + 1:end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                regex += "[%s]" % body.replace("\\", "\\\\")
-                i = end
-        else:
-            regex += re.escape(ch)
-        i += 1
-    return re.compile(regex + r"\Z"), negated, directory, anchored
+    return _tokens(line), negated, directory, anchored
 
 
-def read_patterns(path):
-    """The patterns of one ``.kbignore`` file (none if it cannot be read as UTF-8 text)."""
+def read_patterns(path, source=IGNORE_FILE, bad=None):
+    """The patterns of one ``.kbignore`` file (none if it cannot be read as UTF-8 text); each
+    line that is no pattern is added to ``bad`` as ``{"source", "reason"}`` naming its line."""
+    patterns = []
     try:
         with open(path, encoding="utf-8") as fh:
-            return [p for p in (_pattern(line) for line in fh) if p is not None]
+            lines = list(fh)
     except (OSError, UnicodeDecodeError):
         return []
+    for number, line in enumerate(lines, 1):
+        try:
+            pattern = _pattern(line)
+        except BadPattern as exc:
+            if bad is not None:
+                bad.append({"source": source,
+                            "reason": "line %d is not a pattern: %s" % (number, exc)})
+            continue
+        if pattern is not None:
+            patterns.append(pattern)
+    return patterns
 
 
 def ignored(rules, rel, is_dir, default=False):
@@ -100,10 +187,10 @@ def ignored(rules, rel, is_dir, default=False):
         if base and not rel.startswith(base + "/"):
             continue
         inner = rel[len(base) + 1:] if base else rel
-        for regex, negated, directory, anchored in patterns:
+        for tokens, negated, directory, anchored in patterns:
             if directory and not is_dir:
                 continue
-            if regex.match(inner if anchored else name):
+            if glob_match(tokens, inner if anchored else name):
                 verdict = not negated
     return verdict
 
@@ -129,7 +216,9 @@ def _walk(root, result):
             return
         seen_dirs.add((info.st_dev, info.st_ino))
         if any(entry.name == IGNORE_FILE for entry in entries):
-            rules = rules + [(rel, read_patterns(os.path.join(folder, IGNORE_FILE)))]
+            rules = rules + [(rel, read_patterns(
+                os.path.join(folder, IGNORE_FILE),
+                (rel + "/" + IGNORE_FILE) if rel else IGNORE_FILE, result.bad))]
         for entry in entries:
             name, path = entry.name, entry.path
             child = (rel + "/" + name) if rel else name
@@ -187,7 +276,7 @@ def read_folder(directory, progress=None):
             text = read_utf8_file(path, source, "directory")
             stem = os.path.basename(source)
             stem = stem[:-len(".markdown")] if stem.lower().endswith(".markdown") else stem[:-3]
-            title, content, meta = parse_document(text, stem)
+            title, content, meta = parse_document(text, fallback_title(stem))
             check_new_article(title, content, "title", "content")
         except (ValueError, ToolError) as exc:
             reason = exc.message if isinstance(exc, ToolError) else str(exc)

@@ -18,7 +18,7 @@ from . import access, articles
 from .errors import InvalidArgument
 from .folder import bad_files_error, read_folder
 from .limits import SYNC_ACTIONS
-from .validation import check_new_article, check_people_string
+from .validation import check_new_article, check_source
 
 # Who the history says made an import's versions.
 IMPORT_ACTOR = "import"
@@ -72,14 +72,14 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
     documents = list(documents)
     seen = set()
     for doc in documents:
-        check_people_string(doc.source, "source", None)
+        check_source(doc.source)
         check_new_article(doc.title, doc.content, "title of %s" % doc.source,
                           "content of %s" % doc.source)
         if doc.source in seen:
             raise InvalidArgument("source %r appears twice" % doc.source, argument="source")
         seen.add(doc.source)
     db = ctx.db
-    with db.write():
+    with articles.transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         rows = {row["source"]: row for row in db.articles_imported(kb["pk"])}
         named = sorted({doc.article_id for doc in documents if doc.article_id})

@@ -49,7 +49,17 @@ TITLE_MAX = 200
 
 CONTENT_MAX_BYTES = 1024 * 1024
 
+# A Markdown file an import reads holds content plus a title and front matter (an export's
+# adds four keys): 64 KiB of room for those; a larger file is refused before it is read whole.
+FILE_MAX_BYTES = CONTENT_MAX_BYTES + 64 * 1024
+
 VERSION_MAX = 64
+
+# An imported article's source path, which an export writes back: a name at most what every
+# common file system holds in one component (255 bytes), the whole well under PATH_MAX (4096)
+# once joined to the export folder.
+SOURCE_COMPONENT_MAX = 255
+SOURCE_MAX = 1024
 
 # Longest piece of a caller's own text that an error message quotes back.
 SHOWN_MAX = 80

@@ -9,10 +9,12 @@ name. Pure text work, apart from ``read_utf8_file``: ``kbcite.folder`` walks fol
 """
 
 import json
+import os
 import re
 from dataclasses import dataclass
 
 from .errors import InvalidArgument
+from .limits import CONTENT_MAX_BYTES, FILE_MAX_BYTES, TITLE_MAX
 from .validation import is_blank
 
 # The front matter keys an export writes and an import reads back, besides the title.
@@ -35,6 +37,12 @@ class SourceDocument:
     article_id: str = None
     version: str = None
     published: bool = True
+
+
+def fallback_title(stem):
+    """The title a file's name gives: the name without its extension, cut to ``TITLE_MAX``
+    characters (an ellipsis marks the cut), since a name may be longer than a title."""
+    return stem if len(stem) <= TITLE_MAX else stem[:TITLE_MAX - 1].rstrip() + "\u2026"
 
 
 def parse_markdown(text, fallback_title):
@@ -270,15 +278,24 @@ def _set_keys(block, fence, values):
     return out
 
 
-def read_utf8_file(path, label, argument):
-    """The text of a UTF-8 file; InvalidArgument naming it (as ``label``) when it cannot be
-    read or is not UTF-8."""
+def read_utf8_file(path, label, argument, limit=FILE_MAX_BYTES):
+    """The text of a UTF-8 file of at most ``limit`` bytes; InvalidArgument naming it (as
+    ``label``) when it cannot be read, is larger or is not UTF-8. A larger file is refused
+    from its size, or after reading ``limit + 1`` bytes (it may grow, or be no regular file),
+    so memory stays near the limit whatever the file holds."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            raw = b"" if size > limit else fh.read(limit + 1)
     except OSError as exc:
         raise InvalidArgument("cannot read %s: %s" % (label, exc.strerror), argument=argument,
                               path=str(path)) from None
+    if size > limit or len(raw) > limit:
+        raise InvalidArgument(
+            "%s is %s bytes, over the %d a file may hold (content at most %d bytes of UTF-8, "
+            "1 MiB, plus its title and front matter)"
+            % (label, size if size > limit else "more than %d" % limit, limit,
+               CONTENT_MAX_BYTES), argument=argument, path=str(path))
     return decode_utf8(raw, label, argument, path=str(path))
 
 

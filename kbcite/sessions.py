@@ -6,7 +6,8 @@ token that opened it (no other token may use it), the protocol version and the c
 capabilities, whether the client has said ``notifications/initialized``, and when it was last
 used. It ends when its client deletes it, when it has been idle longer than the server allows,
 when its token opens more sessions than its cap (the least recently used one goes), and when
-its token is revoked (``kbcite.tokens.revoke``).
+its token is revoked (``kbcite.tokens.Tokens.revoke``). The store hands them out as
+``store.sessions``, a ``Sessions``.
 
 A message is what a client sends to a request in flight in another process: its answer to the
 server's question (a JSON-RPC response, ``kind`` ``response``, ``target`` our request ID) or
@@ -36,125 +37,123 @@ def _fields(row):
                 initialized=bool(row["initialized"]))
 
 
-def open_session(ctx, session_id, token_name, protocol_version, capabilities, idle_us,
-                 per_token):
-    """Record a session ``initialize`` made, ending every session idle longer than ``idle_us``
-    and the token's least recently used beyond ``per_token``; returns ``(the IDs of the
-    token's sessions it ended, how many idle ones it ended)``."""
-    db = ctx.db
-    now_us = ctx.now_us()
-    with db.write():
-        expired = db.sessions_expire(now_us - idle_us)
-        db.session_messages_expire(now_us - MESSAGE_TTL_US)
-        mine = db.sessions_of_token(token_name)
-        evicted = mine[:max(0, len(mine) - per_token + 1)]
-        db.sessions_delete(evicted)
-        db.session_insert(session_id, token_name, protocol_version,
-                          json.dumps(capabilities, ensure_ascii=False, sort_keys=True), now_us)
-    return evicted, expired
-
-
-def find(ctx, session_id, token_name, idle_us):
-    """The live session with this ID opened by this token, or None: another token's session
-    and an expired one look exactly like none."""
-    db = ctx.db
-    with db.read():
-        row = db.session_row(session_id)
-    if row is None or row["token_name"] != token_name or row["seen_us"] < ctx.now_us() - idle_us:
-        return None
-    return _fields(row)
-
-
-def touch(ctx, session_id):
-    """Note that the session was used now (its idle time starts again)."""
-    db = ctx.db
-    with db.write():
-        db.session_seen(session_id, ctx.now_us())
-
-
-def mark_initialized(ctx, session_id):
-    """The client said notifications/initialized; returns whether the session exists."""
-    db = ctx.db
-    with db.write():
-        return db.session_set_initialized(session_id)
-
-
-def end(ctx, session_id, token_name):
-    """End a session of this token (DELETE); returns whether there was one."""
-    db = ctx.db
-    with db.write():
-        return db.session_delete(session_id, token_name)
-
-
 def end_for_token(db, token_name):
     """Inside the caller's write: end every session of a token (it is being revoked)."""
     db.sessions_delete_of_token(token_name)
 
 
-def leave(ctx, session_id, kind, target, body):
-    """Leave a message for the request ``target`` of a session; returns False when the
-    session has ended (the message has nobody to go to)."""
-    if kind not in MESSAGE_KINDS:
-        raise ValueError("a session message is one of %s, not %r" % (MESSAGE_KINDS, kind))
-    db = ctx.db
-    with db.write():
-        if db.session_row(session_id) is None:
-            return False
-        db.session_message_insert(secrets.token_hex(12), session_id, kind, target,
-                                  json.dumps(body, ensure_ascii=False), ctx.now_us())
-    return True
+class Sessions:
+    """The store's handshake sessions (``store.sessions``): each call is one transaction."""
 
+    def __init__(self, ctx):
+        self._ctx = ctx
 
-def subscribe(ctx, session_id, token_name, uri, per_token):
-    """Record that a session subscribes to ``uri``; returns False (nothing recorded) when the
-    token's sessions already hold ``per_token`` subscriptions, None when the session ended,
-    True otherwise (a URI subscribed to twice is kept once)."""
-    db = ctx.db
-    with db.write():
-        if db.session_row(session_id) is None:
+    def open(self, session_id, token_name, protocol_version, capabilities, *, idle_s,
+             per_token):
+        """Record the session an ``initialize`` made, ending every session idle longer than
+        ``idle_s`` seconds and the token's least recently used beyond ``per_token``; returns
+        ``(the IDs of the token's sessions it ended, how many idle ones it ended)``."""
+        idle_us = int(idle_s * 1000000)
+        db = self._ctx.db
+        now_us = self._ctx.now_us()
+        with db.write():
+            expired = db.sessions_expire(now_us - idle_us)
+            db.session_messages_expire(now_us - MESSAGE_TTL_US)
+            mine = db.sessions_of_token(token_name)
+            evicted = mine[:max(0, len(mine) - per_token + 1)]
+            db.sessions_delete(evicted)
+            db.session_insert(session_id, token_name, protocol_version,
+                              json.dumps(capabilities, ensure_ascii=False, sort_keys=True), now_us)
+        return evicted, expired
+
+    def find(self, session_id, token_name, *, idle_s):
+        """The live session with this ID opened by this token, as a dict, or None: another
+        token's session and one idle longer than ``idle_s`` seconds look exactly like none."""
+        db = self._ctx.db
+        with db.read():
+            row = db.session_row(session_id)
+        if (row is None or row["token_name"] != token_name
+                or row["seen_us"] < self._ctx.now_us() - int(idle_s * 1000000)):
             return None
-        if uri in db.session_subscriptions(session_id):
-            return True
-        if db.session_subscription_count(token_name) >= per_token:
-            return False
-        db.session_message_insert(secrets.token_hex(12), session_id, "subscription", uri, "{}",
-                                  ctx.now_us())
-    return True
+        return _fields(row)
 
+    def touch(self, session_id):
+        """Note that the session was used now (its idle time starts again)."""
+        db = self._ctx.db
+        with db.write():
+            db.session_seen(session_id, self._ctx.now_us())
 
-def unsubscribe(ctx, session_id, uri):
-    """Forget a session's subscription to ``uri`` (one it never had is fine)."""
-    db = ctx.db
-    with db.write():
-        db.session_subscription_delete(session_id, uri)
+    def initialized(self, session_id):
+        """The client said notifications/initialized; returns whether the session exists."""
+        db = self._ctx.db
+        with db.write():
+            return db.session_set_initialized(session_id)
 
+    def end(self, session_id, token_name):
+        """End a session of this token (DELETE); returns whether there was one."""
+        db = self._ctx.db
+        with db.write():
+            return db.session_delete(session_id, token_name)
 
-def subscriptions(ctx, session_id):
-    """The URIs a session subscribes to, or None once the session has ended."""
-    db = ctx.db
-    with db.read():
-        if db.session_row(session_id) is None:
-            return None
-        return db.session_subscriptions(session_id)
+    def leave(self, session_id, kind, target, body):
+        """Leave a message for the request ``target`` of a session; returns False when the
+        session has ended (the message has nobody to go to)."""
+        if kind not in MESSAGE_KINDS:
+            raise ValueError("a session message is one of %s, not %r" % (MESSAGE_KINDS, kind))
+        db = self._ctx.db
+        with db.write():
+            if db.session_row(session_id) is None:
+                return False
+            db.session_message_insert(secrets.token_hex(12), session_id, kind, target,
+                                      json.dumps(body, ensure_ascii=False), self._ctx.now_us())
+        return True
 
+    def subscribe(self, session_id, token_name, uri, *, per_token):
+        """Record that a session subscribes to ``uri``; returns False (nothing recorded) when
+        the token's sessions already hold ``per_token`` subscriptions, None when the session ended,
+        True otherwise (a URI subscribed to twice is kept once)."""
+        db = self._ctx.db
+        with db.write():
+            if db.session_row(session_id) is None:
+                return None
+            if uri in db.session_subscriptions(session_id):
+                return True
+            if db.session_subscription_count(token_name) >= per_token:
+                return False
+            db.session_message_insert(secrets.token_hex(12), session_id, "subscription", uri,
+                                      "{}", self._ctx.now_us())
+        return True
 
-def collect(ctx, session_ids):
-    """``(messages, live)``: the messages left for these sessions (each with its body
-    decoded), and which of the sessions still exist."""
-    db = ctx.db
-    session_ids = sorted(set(session_ids))
-    if not session_ids:
-        return [], set()
-    with db.read():
-        rows = db.session_messages(session_ids)
-        live = db.sessions_live(session_ids)
-    return [dict(row, body=json.loads(row["body"])) for row in rows], live
+    def unsubscribe(self, session_id, uri):
+        """Forget a session's subscription to ``uri`` (one it never had is fine)."""
+        db = self._ctx.db
+        with db.write():
+            db.session_subscription_delete(session_id, uri)
 
+    def subscriptions(self, session_id):
+        """The URIs a session subscribes to, or None once the session has ended."""
+        db = self._ctx.db
+        with db.read():
+            if db.session_row(session_id) is None:
+                return None
+            return db.session_subscriptions(session_id)
 
-def forget(ctx, message_ids):
-    """Forget collected messages."""
-    if not message_ids:
-        return
-    db = ctx.db
-    with db.write():
-        db.session_messages_delete(message_ids)
+    def collect(self, session_ids):
+        """``(messages, live)``: the messages left for these sessions (each with its body
+        decoded), and which of the sessions still exist."""
+        db = self._ctx.db
+        session_ids = sorted(set(session_ids))
+        if not session_ids:
+            return [], set()
+        with db.read():
+            rows = db.session_messages(session_ids)
+            live = db.sessions_live(session_ids)
+        return [dict(row, body=json.loads(row["body"])) for row in rows], live
+
+    def forget(self, message_ids):
+        """Forget collected messages."""
+        if not message_ids:
+            return
+        db = self._ctx.db
+        with db.write():
+            db.session_messages_delete(message_ids)

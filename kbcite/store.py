@@ -12,8 +12,9 @@ module that owns it:
 - the people's side: knowledge bases and articles (``kbcite.articles``), their history
   (``kbcite.history``), the Markdown import (``kbcite.importer``), bearer tokens
   (``kbcite.tokens``), the audit (``kbcite.audit``);
-- the HTTP server's handshake sessions, which every server process on the store shares
-  (``kbcite.sessions``).
+- the HTTP server's side, as handles: ``store.tokens`` (``kbcite.tokens.Tokens``: a token's
+  principal, why one was refused) and ``store.sessions`` (``kbcite.sessions.Sessions``: the
+  handshake sessions every server process on the store shares).
 
 Who made a change is recorded with its version: ``actor`` on every write (a token's name, a
 stdio server's ``--actor``, a person's login; ``import`` for the import).
@@ -35,7 +36,9 @@ from .errors import InternalError, InvalidArgument, ToolError
 from .limits import BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .search import hits, index
 from .tools import TOOLS
-from .validation import check_new_article, clip, granted_set, shown, validate_arguments
+from .validation import (
+    check_new_article, check_source, clip, granted_set, shown, validate_arguments,
+)
 
 log = logging.getLogger("kbcite.store")
 
@@ -70,6 +73,10 @@ class KBStore:
         self.engine = self._db.name
         self._ctx = Context(self._db, clock or _system_clock)
         self._handlers = dict(HANDLERS)
+        # The HTTP server's side, each a handle of its own: bearer tokens (who is asking, and
+        # why one was refused) and the handshake sessions every server process shares.
+        self.tokens = tokens.Tokens(self._ctx)
+        self.sessions = sessions.Sessions(self._ctx)
 
     @classmethod
     def upgrade(cls, address):
@@ -259,6 +266,8 @@ class KBStore:
     def create_article(self, kb_id, title, content, *, published=True, source=None, actor=None):
         """Add an article (published, or a draft); returns its new article ID."""
         check_new_article(title, content, "title", "content")
+        if source is not None:
+            check_source(source)
         return articles.create(self._ctx, kb_id, [(title, content, source)], published,
                                actor)[0]
 
@@ -345,82 +354,18 @@ class KBStore:
         return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
                                       dry_run=dry_run, yes=yes, progress=progress)
 
-    # -- bearer tokens (the HTTP server's clients) ----------------------------------------------
+    # -- bearer tokens (the HTTP server's clients; ``self.tokens`` has the server's calls too) --
 
     def create_token(self, name, grants, writes="ask"):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
         is ever shown (the store keeps its SHA-256)."""
-        return tokens.create(self._ctx, name, grants, writes)
+        return self.tokens.create(name, grants, writes)
 
     def list_tokens(self):
         """Every token's name, grants, write mode, creation and revocation times."""
-        return tokens.list_all(self._db)
+        return self.tokens.list()
 
     def revoke_token(self, name):
         """Revoke a token: its next request is refused and its sessions end. Returns the
         revocation time."""
-        return tokens.revoke(self._ctx, name)
-
-    def token_link(self, name):
-        """A one-time code signing token ``name``'s holder in to the web pages, for a few
-        minutes (``kbcite.tokens.sign_in_link``)."""
-        return tokens.sign_in_link(self._ctx, name)
-
-    def token_principal(self, token):
-        """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
-        return tokens.principal(self._db, token)
-
-    def token_refusal(self, token):
-        """Why ``token_principal`` refused a token, for a log (it never repeats the token)."""
-        return tokens.refusal(self._db, token)
-
-    # -- handshake sessions (the HTTP server's, shared by every process on the store) ------------
-
-    def session_open(self, session_id, token_name, protocol_version, capabilities, *, idle_s,
-                     per_token):
-        """Record the session an initialize made, ending idle ones and the token's oldest
-        beyond ``per_token``; returns ``(the token's sessions ended, how many idle ended)``."""
-        return sessions.open_session(self._ctx, session_id, token_name, protocol_version,
-                                     capabilities, int(idle_s * 1000000), per_token)
-
-    def session_find(self, session_id, token_name, *, idle_s):
-        """The live session with this ID opened by this token, as a dict, or None."""
-        return sessions.find(self._ctx, session_id, token_name, int(idle_s * 1000000))
-
-    def session_touch(self, session_id):
-        """Note that the session was used now."""
-        sessions.touch(self._ctx, session_id)
-
-    def session_initialized(self, session_id):
-        """Mark the session's client initialized; returns whether the session exists."""
-        return sessions.mark_initialized(self._ctx, session_id)
-
-    def session_end(self, session_id, token_name):
-        """End a session of this token; returns whether there was one."""
-        return sessions.end(self._ctx, session_id, token_name)
-
-    def session_leave(self, session_id, kind, target, body):
-        """Leave a message for a request of the session held by another process; returns
-        False when the session has ended."""
-        return sessions.leave(self._ctx, session_id, kind, target, body)
-
-    def session_subscribe(self, session_id, token_name, uri, *, per_token):
-        """Record a session's subscription to ``uri``: True, False over the token's bound of
-        ``per_token``, None when the session ended (``kbcite.sessions.subscribe``)."""
-        return sessions.subscribe(self._ctx, session_id, token_name, uri, per_token)
-
-    def session_unsubscribe(self, session_id, uri):
-        """Forget a session's subscription to ``uri``."""
-        sessions.unsubscribe(self._ctx, session_id, uri)
-
-    def session_subscriptions(self, session_id):
-        """The URIs a session subscribes to, or None once it has ended."""
-        return sessions.subscriptions(self._ctx, session_id)
-
-    def session_collect(self, session_ids):
-        """``(messages, live session IDs)`` for these sessions."""
-        return sessions.collect(self._ctx, session_ids)
-
-    def session_forget(self, message_ids):
-        """Forget collected messages."""
-        sessions.forget(self._ctx, message_ids)
+        return self.tokens.revoke(name)

@@ -3,6 +3,7 @@
 A token is ``kbt_`` and 32 random bytes; the store keeps only its SHA-256, with the
 knowledge bases it grants and its write mode (``ask``: a person approves each edit;
 ``allow``; ``deny``). Revoking one takes effect at its next request, and ends its sessions.
+The store hands them out as ``store.tokens``, a ``Tokens``.
 """
 
 import base64
@@ -64,88 +65,94 @@ def unpack(value):
     return (name, secret) if name and len(secret) >= 32 else None
 
 
-def create(ctx, name, grants, writes="ask"):
-    """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
-    is ever shown (the store keeps its SHA-256)."""
-    check_people_string(name, "name", TOKEN_NAME_MAX)
-    grants = list(dict.fromkeys(grants))
-    if not grants:
-        raise InvalidArgument("a token needs at least one knowledge base to grant",
-                              argument="grant")
-    if writes not in WRITE_MODES:
-        raise InvalidArgument("writes must be one of %s, got %s"
-                              % (", ".join(WRITE_MODES), shown(writes)), argument="writes")
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    db = ctx.db
-    with db.write():
-        if db.token_by_name(name) is not None:
-            raise InvalidArgument("a token named %r exists already (revoked tokens keep "
-                                  "their names); choose another name" % name,
-                                  argument="name")
-        for kb_id in grants:
-            access.knowledge_base(db, kb_id)
-        db.token_insert(name, token_digest(token), json.dumps(grants), writes,
-                        format_version(ctx.now_us()))
-    return token
+class Tokens:
+    """The store's bearer tokens (``store.tokens``): each call is one transaction."""
 
+    def __init__(self, ctx):
+        self._ctx = ctx
 
-def list_all(db):
-    """Every token's name, grants, write mode, creation and revocation times."""
-    with db.read():
-        rows = db.token_list()
-    return [dict(row, grants=json.loads(row["grants"])) for row in rows]
+    def create(self, name, grants, writes="ask"):
+        """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
+        is ever shown (the store keeps its SHA-256)."""
+        check_people_string(name, "name", TOKEN_NAME_MAX)
+        grants = list(dict.fromkeys(grants))
+        if not grants:
+            raise InvalidArgument("a token needs at least one knowledge base to grant",
+                                  argument="grant")
+        if writes not in WRITE_MODES:
+            raise InvalidArgument("writes must be one of %s, got %s"
+                                  % (", ".join(WRITE_MODES), shown(writes)), argument="writes")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        db = self._ctx.db
+        with db.write():
+            if db.token_by_name(name) is not None:
+                raise InvalidArgument("a token named %r exists already (revoked tokens keep "
+                                      "their names); choose another name" % name,
+                                      argument="name")
+            for kb_id in grants:
+                access.knowledge_base(db, kb_id)
+            db.token_insert(name, token_digest(token), json.dumps(grants), writes,
+                            format_version(self._ctx.now_us()))
+        return token
 
+    def list(self):
+        """Every token's name, grants, write mode, creation and revocation times."""
+        db = self._ctx.db
+        with db.read():
+            rows = db.token_list()
+        return [dict(row, grants=json.loads(row["grants"])) for row in rows]
 
-def revoke(ctx, name):
-    """Revoke a token: its next request is refused and its sessions end. Returns the
-    revocation time."""
-    db = ctx.db
-    with db.write():
-        row = db.token_by_name(name)
+    def revoke(self, name):
+        """Revoke a token: its next request is refused and its sessions end. Returns the
+        revocation time."""
+        db = self._ctx.db
+        with db.write():
+            row = db.token_by_name(name)
+            if row is None:
+                raise NotFound("there is no token named %r" % (name,), token=name)
+            if row["revoked_at"] is not None:
+                return row["revoked_at"]
+            revoked_at = format_version(self._ctx.now_us())
+            db.token_revoke(name, revoked_at)
+            sessions.end_for_token(db, name)
+            return revoked_at
+
+    def principal(self, token):
+        """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
+        db = self._ctx.db
+        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+            return None
+        with db.read():
+            row = db.token_by_hash(token_digest(token))
         if row is None:
-            raise NotFound("there is no token named %r" % (name,), token=name)
-        if row["revoked_at"] is not None:
-            return row["revoked_at"]
-        revoked_at = format_version(ctx.now_us())
-        db.token_revoke(name, revoked_at)
-        sessions.end_for_token(db, name)
-        return revoked_at
+            return None
+        return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"]}
 
+    def refusal(self, token):
+        """Why ``principal`` refused a token, in words for the server's log (never the token)."""
+        db = self._ctx.db
+        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+            return ("the token does not start with %s: kb token create did not make it"
+                    % TOKEN_PREFIX)
+        with db.read():
+            row = db.token_any_by_hash(token_digest(token))
+        if row is None:
+            return "no token of this store is that one (mistyped, or another store's)"
+        return "token %r was revoked at %s" % (row["name"], row["revoked_at"])
 
-def principal(db, token):
-    """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
-    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
-        return None
-    with db.read():
-        row = db.token_by_hash(token_digest(token))
-    if row is None:
-        return None
-    return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"]}
-
-
-def refusal(db, token):
-    """Why ``principal`` refused a token, in words for the server's log (never the token)."""
-    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
-        return "the token does not start with %s: kb token create did not make it" % TOKEN_PREFIX
-    with db.read():
-        row = db.token_any_by_hash(token_digest(token))
-    if row is None:
-        return "no token of this store is that one (mistyped, or another store's)"
-    return "token %r was revoked at %s" % (row["name"], row["revoked_at"])
-
-
-def sign_in_link(ctx, name):
-    """A one-time code that signs the holder of token ``name`` in to the web pages within
-    ``LINK_TTL_S`` (the path ``/login/link?code=``); kept as a session of kind ``web-link``."""
-    db = ctx.db
-    with db.read():
-        row = db.token_by_name(name)
-    if row is None or row["revoked_at"] is not None:
-        raise NotFound("there is no live token named %r (kb token list shows them)" % (name,),
-                       token=name)
-    secret = secrets.token_urlsafe(32)
-    sessions.open_session(ctx, secret_digest(secret), name, KIND_LINK,
-                          {"grants": json.loads(row["grants"]), "writes": row["writes"]},
-                          LINK_TTL_S * 1000000, WEB_SESSIONS_PER_TOKEN)
-    return pack(name, secret)
-
+    def link(self, name):
+        """A one-time code that signs the holder of token ``name`` in to the web pages within
+        ``LINK_TTL_S`` (the path ``/login/link?code=``); kept as a session of kind
+        ``web-link``."""
+        db = self._ctx.db
+        with db.read():
+            row = db.token_by_name(name)
+        if row is None or row["revoked_at"] is not None:
+            raise NotFound("there is no live token named %r (kb token list shows them)"
+                           % (name,), token=name)
+        secret = secrets.token_urlsafe(32)
+        sessions.Sessions(self._ctx).open(
+            secret_digest(secret), name, KIND_LINK,
+            {"grants": json.loads(row["grants"]), "writes": row["writes"]}, idle_s=LINK_TTL_S,
+            per_token=WEB_SESSIONS_PER_TOKEN)
+        return pack(name, secret)

@@ -8,11 +8,14 @@ import re
 import unicodedata
 
 from .errors import InvalidArgument
-from .limits import CONTENT_MAX_BYTES, KB_ID_MAX, SHOWN_MAX, TITLE_MAX
+from .limits import (
+    CONTENT_MAX_BYTES, KB_ID_MAX, SHOWN_MAX, SOURCE_COMPONENT_MAX, SOURCE_MAX, TITLE_MAX,
+)
 
 # A new knowledge base's ID: ASCII letters, digits, '-', '_', '.', not starting with '-' (it
 # would read as an option). IDs made before this rule keep working: only creation checks it.
 KB_ID_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]{0,%d}\Z" % (KB_ID_MAX - 1))
+
 
 def check_text(value, argument):
     """Refuse strings SQLite or UTF-8 cannot hold faithfully: NUL and lone surrogates."""
@@ -233,6 +236,27 @@ def check_people_string(value, argument, max_length):
     if max_length is not None and len(value) > max_length:
         raise InvalidArgument("%s must be at most %d characters, got %d"
                               % (argument, max_length, len(value)), argument=argument)
+
+
+def check_source(source, argument="source"):
+    """Refuse a source path an export could not write inside its folder: it must be a
+    relative ``/``-separated path without NUL, no empty, ``.`` or ``..`` component, each
+    component at most ``SOURCE_COMPONENT_MAX`` bytes and the whole at most ``SOURCE_MAX``."""
+    check_people_string(source, argument, None)
+    size = len(source.encode("utf-8"))
+    if size > SOURCE_MAX:
+        raise InvalidArgument("%s must be at most %d bytes of UTF-8, got %d"
+                              % (argument, SOURCE_MAX, size), argument=argument)
+    for part in source.split("/"):
+        if part in ("", ".", ".."):
+            raise InvalidArgument(
+                "%s %s must be a path inside the folder: no leading /, no empty, . or .. "
+                "part" % (argument, shown(source)), argument=argument)
+        if len(part.encode("utf-8")) > SOURCE_COMPONENT_MAX:
+            raise InvalidArgument(
+                "%s %s has a part of %d bytes; a file or folder name holds at most %d"
+                % (argument, shown(source[:SHOWN_MAX]), len(part.encode("utf-8")),
+                   SOURCE_COMPONENT_MAX), argument=argument)
 
 
 def check_new_article(title, content, title_argument, content_argument):

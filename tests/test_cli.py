@@ -1,5 +1,10 @@
-"""The admin command line ``kb`` (kbcite/cli.py), run as a real process: every command, its exit
-status, its words for a person, ``--json``, and the Markdown import that honours versions."""
+"""The admin command line ``kb`` (kbcite/cli/): every command, its exit status, its words for a
+person, ``--json``, and the Markdown import that honours versions.
+
+Commands run in this process (``kbcite.cli.main`` with streams and an environment of their own,
+``support.cli``); the tests of the process itself (its exit statuses and standard input as a
+real process has them, a closed pipe, ``python -m kbcite``, ``kb_store.py``) start real ones.
+"""
 
 import io
 import json
@@ -14,28 +19,42 @@ import pytest
 import kbcite
 from kbcite import KBStore, cli
 from kbcite.folder import read_markdown_folder
+from support.cli import COMMAND_ENVIRONMENT, run_kb
 from support.commands import ROOT, child_env, module_argv
 from support.files import write
 from kbcite.testing import dump_file as dump
 
-# The command line as ``kb`` runs it: ``python -m kbcite`` from this checkout.
-CLI = None
+# The command line as a real process runs it: ``python -m kbcite`` from this checkout.
+PROCESS = module_argv("kbcite")
 VERSION_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z\Z")
 KB = "help"
 AGENT_WORDS = ("granted to this client", "search again", "after_sequence", "expected_version",
                "read_knowledge_article", "idempotency_key")
 
 
-def run(db, *args, ok=True, stdin=None, env=None, script=CLI):
-    """Run the command line; returns (exit status, stdout, stderr)."""
-    command = module_argv("kbcite") if script is None else [sys.executable, script]
-    argv = command + (["--db", str(db)] if db is not None else []) + [str(a) for a in args]
-    proc = subprocess.run(argv, input=stdin if stdin is not None else "", capture_output=True,
-                          text=True, encoding="utf-8", timeout=60, env=child_env(env))
+def process_env(env=None):
+    """A real process's environment: this checkout's package, the command line's variables
+    only as ``env`` gives them (as ``run_kb`` does)."""
+    inherited = {k: v for k, v in child_env().items() if k not in COMMAND_ENVIRONMENT}
+    return dict(inherited, **(env or {}))
+
+
+def run(db, *args, ok=True, stdin=None, env=None, script=None, process=False):
+    """Run the command line in this process, or as a real one (``process``, or ``script`` run
+    by this interpreter); returns (exit status, stdout, stderr)."""
+    argv = (["--db", str(db)] if db is not None else []) + [str(a) for a in args]
+    if script is None and not process:
+        code, stdout, stderr = run_kb(argv, stdin=stdin or "", env=env)
+    else:
+        command = PROCESS if script is None else [sys.executable, script]
+        proc = subprocess.run(command + argv, input=stdin if stdin is not None else "",
+                              capture_output=True, text=True, encoding="utf-8", timeout=60,
+                              env=process_env(env))
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     if ok:
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stderr == ""
-    return proc.returncode, proc.stdout, proc.stderr
+        assert code == 0, stderr
+        assert stderr == ""
+    return code, stdout, stderr
 
 
 def out(db, *args, **kw):
@@ -98,22 +117,18 @@ def test_init_creates_and_refuses_a_duplicate(db):
 
 
 def test_db_goes_before_or_after_the_command_or_in_kb_db(db):
-    argv = module_argv("kbcite")
     for extra, env in ((["list", KB, "--db", str(db)], {}), (["list", KB], {"KB_DB": str(db)}),
                        (["--db", "/nowhere/x.db", "list", KB, "--db", str(db)], {})):
-        done = subprocess.run(argv + extra, capture_output=True, text=True, timeout=60,
-                              env=child_env(env))
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.startswith("ARTICLE")
-    done = subprocess.run(argv + ["list", KB], capture_output=True, text=True, timeout=60,
-                          env={k: v for k, v in child_env().items() if k != "KB_DB"})
-    assert done.returncode == 2 and "--db PATH or set KB_DB" in done.stderr
+        code, stdout, stderr = run_kb(extra, env=env)
+        assert code == 0, stderr
+        assert stdout.startswith("ARTICLE")
+    code, _, stderr = run_kb(["list", KB])  # KB_DB unset
+    assert code == 2 and "--db PATH or set KB_DB" in stderr
 
 
 def test_version_and_help_on_every_argument():
-    done = subprocess.run(module_argv("kbcite", "--version"), capture_output=True, text=True,
-                          env=child_env())
-    assert done.returncode == 0 and done.stdout.startswith("kb %s" % kbcite.__version__)
+    code, stdout, _ = run_kb(["--version"])
+    assert code == 0 and stdout.startswith("kb %s" % kbcite.__version__)
     parser = cli.build_parser()
     subparsers = [a for a in parser._actions if a.dest == "command"][0].choices
     assert set(cli.COMMANDS) <= set(subparsers)
@@ -326,6 +341,23 @@ def test_reindex_rebuilds_a_damaged_search_index(db):
     assert "Refund policy" in out(db, "search", KB, "refund")
     code, _, stderr = run(db, "reindex", "no-such-kb", ok=False)
     assert code == 1 and "no-such-kb" in stderr
+
+
+@pytest.mark.slow  # eight real processes
+def test_a_real_process_exits_with_each_status_and_reads_piped_stdin(tmp_path):
+    path = tmp_path / "kb.sqlite3"
+    assert out(path, "init", KB, process=True).startswith("created knowledge base %s" % KB)
+    article = out(None, "add", KB, "--title", "Piped", stdin="from a pipe, ü",
+                  env={"KB_DB": str(path)}, process=True).strip()
+    cited = as_json(path, "read", KB, article, process=True)
+    assert cited["content"] == "from a pipe, ü"
+    out(path, "save", KB, article, "--content", "moved on", process=True)
+    assert "art-000404" in fails(path, "read", KB, "art-000404", process=True)
+    assert "usage" in fails(path, "frobnicate", status=2, process=True)
+    assert "--db PATH or set KB_DB" in fails(None, "list", KB, status=2, process=True)
+    stderr = fails(path, "edit", KB, article, "--expected-version", cited["updated_at"],
+                   "--content", "mine", status=3, process=True)
+    assert "--expected-version" in stderr
 
 
 def test_kb_store_py_and_python_m_still_run_the_command_line(db):

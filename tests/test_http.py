@@ -613,8 +613,8 @@ def test_sessions_expire_are_capped_per_token_and_end_with_their_token(served, s
     kept = initialize(Http(s, served.internal))
     with kbcite.KBStore(str(served.path)) as store:
         store.revoke_token("support-allow")
-        assert store.session_find(third, "support-allow", idle_s=60) is None
-        assert store.session_find(kept, "internal-only", idle_s=60) is not None
+        assert store.sessions.find(third, "support-allow", idle_s=60) is None
+        assert store.sessions.find(kept, "internal-only", idle_s=60) is not None
 
 
 def test_reads_are_answered_while_edits_wait_for_a_lock(served, server, hold_write_lock):

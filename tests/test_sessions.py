@@ -22,30 +22,30 @@ def tokens(kb):
 
 
 def opened(store, session_id, token="one", per_token=3):
-    return store.session_open(session_id, token, "2025-11-25", {"elicitation": {}},
-                              idle_s=IDLE_S, per_token=per_token)
+    return store.sessions.open(session_id, token, "2025-11-25", {"elicitation": {}},
+                               idle_s=IDLE_S, per_token=per_token)
 
 
 def test_a_session_is_found_by_its_token_only(tokens):
     opened(tokens, "s1")
-    found = tokens.session_find("s1", "one", idle_s=IDLE_S)
+    found = tokens.sessions.find("s1", "one", idle_s=IDLE_S)
     assert found["protocol_version"] == "2025-11-25"
     assert found["capabilities"] == {"elicitation": {}} and found["initialized"] is False
-    assert tokens.session_find("s1", "two", idle_s=IDLE_S) is None  # another token's: none
-    assert tokens.session_find("nope", "one", idle_s=IDLE_S) is None
-    assert tokens.session_initialized("s1") is True
-    assert tokens.session_find("s1", "one", idle_s=IDLE_S)["initialized"] is True
-    assert tokens.session_initialized("nope") is False
+    assert tokens.sessions.find("s1", "two", idle_s=IDLE_S) is None  # another token's: none
+    assert tokens.sessions.find("nope", "one", idle_s=IDLE_S) is None
+    assert tokens.sessions.initialized("s1") is True
+    assert tokens.sessions.find("s1", "one", idle_s=IDLE_S)["initialized"] is True
+    assert tokens.sessions.initialized("nope") is False
 
 
 def test_an_idle_session_expires_and_a_used_one_does_not(tokens, clock):
     opened(tokens, "idle")
     opened(tokens, "used")
     clock.advance(seconds=IDLE_S - 10)
-    tokens.session_touch("used")
+    tokens.sessions.touch("used")
     clock.advance(seconds=20)
-    assert tokens.session_find("idle", "one", idle_s=IDLE_S) is None
-    assert tokens.session_find("used", "one", idle_s=IDLE_S) is not None
+    assert tokens.sessions.find("idle", "one", idle_s=IDLE_S) is None
+    assert tokens.sessions.find("used", "one", idle_s=IDLE_S) is not None
     # The next initialize clears the expired row out of the store.
     evicted, expired = opened(tokens, "new", token="two")
     assert (evicted, expired) == ([], 1)
@@ -55,41 +55,41 @@ def test_a_tokens_cap_ends_its_least_recently_used_session(tokens, clock):
     for name in ("a", "b", "c"):
         opened(tokens, name)
         clock.advance(seconds=1)
-    tokens.session_touch("a")
+    tokens.sessions.touch("a")
     assert opened(tokens, "d") == (["b"], 0)
     assert opened(tokens, "x", token="two") == ([], 0)  # another token has its own cap
-    assert [s for s in "abcd" if tokens.session_find(s, "one", idle_s=IDLE_S)] == ["a", "c", "d"]
+    assert [s for s in "abcd" if tokens.sessions.find(s, "one", idle_s=IDLE_S)] == ["a", "c", "d"]
 
 
 def test_delete_and_revocation_end_sessions(tokens):
     opened(tokens, "s1")
     opened(tokens, "s2")
     opened(tokens, "t1", token="two")
-    assert tokens.session_end("s1", "two") is False  # not its session
-    assert tokens.session_end("s1", "one") is True
-    assert tokens.session_end("s1", "one") is False
+    assert tokens.sessions.end("s1", "two") is False  # not its session
+    assert tokens.sessions.end("s1", "one") is True
+    assert tokens.sessions.end("s1", "one") is False
     tokens.revoke_token("one")
-    assert tokens.session_find("s2", "one", idle_s=IDLE_S) is None
-    assert tokens.session_find("t1", "two", idle_s=IDLE_S) is not None
+    assert tokens.sessions.find("s2", "one", idle_s=IDLE_S) is None
+    assert tokens.sessions.find("t1", "two", idle_s=IDLE_S) is not None
 
 
 def test_messages_reach_the_process_that_collects_them_once(tokens):
     opened(tokens, "s1")
     opened(tokens, "s2")
     answer = {"jsonrpc": "2.0", "id": "approve-x", "result": {"action": "accept"}}
-    assert tokens.session_leave("s1", "response", "approve-x", answer) is True
-    assert tokens.session_leave("s2", "cancelled", "7", {"requestId": 7}) is True
-    assert tokens.session_leave("gone", "response", "approve-y", answer) is False
-    messages, live = tokens.session_collect(["s1", "gone"])
+    assert tokens.sessions.leave("s1", "response", "approve-x", answer) is True
+    assert tokens.sessions.leave("s2", "cancelled", "7", {"requestId": 7}) is True
+    assert tokens.sessions.leave("gone", "response", "approve-y", answer) is False
+    messages, live = tokens.sessions.collect(["s1", "gone"])
     assert live == {"s1"}
     assert [(m["kind"], m["target"], m["body"]) for m in messages] == [
         ("response", "approve-x", answer)]
-    tokens.session_forget([m["id"] for m in messages])
-    assert tokens.session_collect(["s1"]) == ([], {"s1"})
-    tokens.session_end("s2", "one")  # its messages go with it
-    assert tokens.session_collect(["s2"]) == ([], set())
+    tokens.sessions.forget([m["id"] for m in messages])
+    assert tokens.sessions.collect(["s1"]) == ([], {"s1"})
+    tokens.sessions.end("s2", "one")  # its messages go with it
+    assert tokens.sessions.collect(["s2"]) == ([], set())
     with pytest.raises(ValueError):
-        tokens.session_leave("s1", "chatter", "x", {})
+        tokens.sessions.leave("s1", "chatter", "x", {})
 
 
 def test_a_schema_4_store_is_upgraded_with_sessions(engine, tmp_path, request):
@@ -105,4 +105,4 @@ def test_a_schema_4_store_is_upgraded_with_sessions(engine, tmp_path, request):
     with KBStore(address) as store:
         assert store.audit() == []
         opened(store, "s1")
-        assert store.session_find("s1", "one", idle_s=IDLE_S) is not None
+        assert store.sessions.find("s1", "one", idle_s=IDLE_S) is not None

@@ -66,7 +66,7 @@ def cmd_reindex(store, args, out):
 def cmd_token(store, args, out):
     """Bearer tokens for the HTTP server: create (printed once), list, revoke, link."""
     if args.token_command == "create":
-        token = store.create_token(args.name, args.grant, args.writes)
+        token = store.tokens.create(args.name, args.grant, args.writes)
         if args.json:
             return print_json({"name": args.name, "token": token, "grants": args.grant,
                                "writes": args.writes}, out)
@@ -75,17 +75,17 @@ def cmd_token(store, args, out):
               "client can read it" % (PROG, args.name, ", ".join(args.grant), args.writes),
               file=sys.stderr)
     elif args.token_command == "list":
-        rows = store.list_tokens()
+        rows = store.tokens.list()
         if args.json:
             return print_json(rows, out)
         return emit(rows, TOKEN_COLUMNS, args, out)
     elif args.token_command == "link":
-        url = "%s/login/link?code=%s" % (args.url.rstrip("/"), store.token_link(args.name))
+        url = "%s/login/link?code=%s" % (args.url.rstrip("/"), store.tokens.link(args.name))
         if args.json:
             return print_json({"name": args.name, "link": url}, out)
         print(url, file=out)
     else:
-        revoked_at = store.revoke_token(args.name)
+        revoked_at = store.tokens.revoke(args.name)
         if args.json:
             return print_json({"name": args.name, "revoked_at": revoked_at}, out)
         print("revoked token %s at %s" % (args.name, revoked_at), file=out)

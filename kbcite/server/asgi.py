@@ -457,8 +457,8 @@ class SessionSubscriptions:
     def add(self, uri):
         """Subscribe the session to ``uri``; TooMany past its token's bound."""
         with self.app.sessions_store() as store:
-            done = store.session_subscribe(self.session.id, self.session.principal.name, uri,
-                                           per_token=self.app.settings.subscriptions_per_token)
+            done = store.sessions.subscribe(self.session.id, self.session.principal.name, uri,
+                                            per_token=self.app.settings.subscriptions_per_token)
         if done is False:
             raise TooMany("the sessions of token %s subscribe to %d URIs, the bound; "
                           "unsubscribe some first" % (self.session.principal.name,
@@ -467,7 +467,7 @@ class SessionSubscriptions:
     def remove(self, uri):
         """Forget the session's subscription to ``uri``."""
         with self.app.sessions_store() as store:
-            store.session_unsubscribe(self.session.id, uri)
+            store.sessions.unsubscribe(self.session.id, uri)
 
 
 class ListenStreams:
@@ -710,9 +710,9 @@ class McpApp:
             raise Refusal(401, refusal("Unauthorized: send Authorization: Bearer TOKEN (kb token "
                                        "create makes one)"),
                           [(b"WWW-Authenticate", challenge.encode("latin-1"))])
-        found = store.token_principal(token)
+        found = store.tokens.principal(token)
         if found is None:
-            quiet.info("401", "401 for %s: %s", req.client, store.token_refusal(token))
+            quiet.info("401", "401 for %s: %s", req.client, store.tokens.refusal(token))
             raise Refusal(401, refusal("Unauthorized: the token is not valid (unknown or "
                                        "revoked)"),
                           [(b"WWW-Authenticate",
@@ -988,8 +988,8 @@ class McpApp:
                 if "text/event-stream" not in (req.header(b"accept") or ""):
                     raise Refusal(406, refusal("Not Acceptable: GET opens a session's event "
                                                "stream; send Accept: text/event-stream"))
-                row = store.session_find(session_id, principal.name,
-                                         idle_s=self.settings.session_timeout)
+                row = store.sessions.find(session_id, principal.name,
+                                          idle_s=self.settings.session_timeout)
             if row is None:
                 raise Refusal(404, refusal("Session not found: it ended, or never was; send "
                                            "initialize for a new one"))
@@ -1002,7 +1002,7 @@ class McpApp:
                                       "a session has one"))
 
         def source(watcher_store):
-            return watcher_store.session_subscriptions(session_id)
+            return watcher_store.sessions.subscriptions(session_id)
 
         subscriber = Subscriber(principal, None, token=True, list_changed=True, source=source)
         subscriber.session_id = session_id

@@ -79,7 +79,7 @@ class HttpSessions:
     def open(self, session):
         """Record a session whose initialize succeeded; raises ToolError if the store fails."""
         with self._writes.borrow() as store:
-            evicted, expired = store.session_open(
+            evicted, expired = store.sessions.open(
                 session.id, session.principal.name, session.protocol_version,
                 session.client_capabilities, idle_s=self.timeout_s, per_token=self.per_token)
         for old in evicted:
@@ -92,7 +92,7 @@ class HttpSessions:
     def find(self, store, session_id, principal):
         """This process's copy of the caller's live session ``session_id``, refreshed from the
         store (on ``store``, the caller's connection), or None; ``release`` it when done."""
-        row = store.session_find(session_id, principal.name, idle_s=self.timeout_s)
+        row = store.sessions.find(session_id, principal.name, idle_s=self.timeout_s)
         if row is None:
             return None
         with self._lock:
@@ -126,7 +126,7 @@ class HttpSessions:
         """notifications/initialized: every process may now ask the client questions."""
         session.initialized = True
         with self._writes.borrow() as store:
-            store.session_initialized(session.id)
+            store.sessions.initialized(session.id)
 
     def deliver(self, session, message):
         """A client's answer to one of our questions: to the question here, or left for the
@@ -135,7 +135,7 @@ class HttpSessions:
             return
         if isinstance(message.get("id"), str):  # our questions' IDs are strings
             with self._writes.borrow() as store:
-                store.session_leave(session.id, "response", message["id"], message)
+                store.sessions.leave(session.id, "response", message["id"], message)
 
     def cancel(self, session, params):
         """notifications/cancelled: the call here stops, or the process holding it is told."""
@@ -148,13 +148,13 @@ class HttpSessions:
             session.cancel(params)
             return
         with self._writes.borrow() as store:
-            store.session_leave(session.id, "cancelled", json.dumps(target), params)
+            store.sessions.leave(session.id, "cancelled", json.dumps(target), params)
 
     def end(self, session):
         """DELETE: the session ends in the store, and its calls here; other processes' pollers
         end theirs."""
         with self._writes.borrow() as store:
-            store.session_end(session.id, session.principal.name)
+            store.sessions.end(session.id, session.principal.name)
         session.close()
 
     def close(self):
@@ -192,7 +192,7 @@ class HttpSessions:
     def _touch(self, session_id):
         try:
             with self._writes.borrow() as store:
-                store.session_touch(session_id)
+                store.sessions.touch(session_id)
         except ToolError as exc:
             log.info("session %s: its last use was not noted (%s); it may end early",
                      session_id, exc.message)
@@ -235,9 +235,9 @@ class HttpSessions:
                 try:
                     if store is None:
                         store = KBStore(self.address)
-                    messages, live = store.session_collect(list(waiting))
+                    messages, live = store.sessions.collect(list(waiting))
                     taken = [m["id"] for m in messages if self._take(waiting[m["session_id"]], m)]
-                    store.session_forget(taken)
+                    store.sessions.forget(taken)
                 except ToolError as exc:
                     log.info("could not collect messages for sessions from the store (%s); "
                              "trying again", exc.message)

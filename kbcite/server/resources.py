@@ -17,7 +17,7 @@ import json
 import re
 from urllib.parse import quote, unquote
 
-from ..errors import ToolError
+from ..errors import InvalidArgument, ToolError
 from ..tools import citation
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
@@ -311,6 +311,8 @@ def complete(store, params, principal):
                 else:
                     values = _current_version(store, principal, kb_id,
                                               given.get("article_id"), value)
+    except InvalidArgument as exc:
+        raise RpcError(INVALID_PARAMS, "Invalid params: %s" % exc.message)
     except ToolError as exc:
         raise store_failed(exc)
     completion = {"values": values, "hasMore": has_more}

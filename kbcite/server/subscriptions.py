@@ -299,7 +299,7 @@ class Hub:
         subscribers = self.subscribers()
         if not subscribers:
             return
-        revoked = {t["name"] for t in store.list_tokens() if t.get("revoked_at")}
+        revoked = {t["name"] for t in store.tokens.list() if t.get("revoked_at")}
         for subscriber in subscribers:
             if subscriber.token and subscriber.principal.name in revoked:
                 log.info("token %s was revoked; its notification stream ends",

@@ -15,6 +15,7 @@ signs in once.
 import hashlib
 import hmac
 import secrets
+import time
 from http.cookies import CookieError, SimpleCookie
 
 from ...tokens import (KIND_LINK, KIND_WEB, LINK_TTL_S, WEB_SESSIONS_PER_TOKEN, pack,
@@ -22,6 +23,10 @@ from ...tokens import (KIND_LINK, KIND_WEB, LINK_TTL_S, WEB_SESSIONS_PER_TOKEN, 
 
 COOKIE = "kb_session"
 LOGIN_COOKIE = "kb_login"  # the sign-in form's CSRF token, before there is a session
+
+
+# A session's idle time restarts at most this often (a write), not at every page (a read).
+TOUCH_EVERY_S = 60
 
 
 class Person:
@@ -87,10 +92,11 @@ class WebSessions:
         name, secret = found
         session_id = secret_digest(secret)
         with self.connections.borrow() as store:
-            row = store.session_find(session_id, name, idle_s=self.idle_s)
+            row = store.sessions.find(session_id, name, idle_s=self.idle_s)
             if row is None or row["protocol_version"] != KIND_WEB:
                 return None
-            store.session_touch(session_id)
+            if time.time() * 1000000 - row["seen_us"] > TOUCH_EVERY_S * 1000000:
+                store.sessions.touch(session_id)
         caps = row["capabilities"]
         return Person(name, caps["grants"], caps["writes"], self.csrf_for(secret), session_id)
 
@@ -110,7 +116,7 @@ class WebSessions:
     def sign_in(self, token):
         """The cookie value of a new session for a live ``token``, or None."""
         with self.connections.borrow() as store:
-            found = store.token_principal(token)
+            found = store.tokens.principal(token)
             if found is None:
                 return None
             return self._open(store, found["name"], found["grants"], found["writes"])
@@ -124,22 +130,22 @@ class WebSessions:
         name, secret = found
         link_id = secret_digest(secret)
         with self.connections.borrow() as store:
-            row = store.session_find(link_id, name, idle_s=LINK_TTL_S)
+            row = store.sessions.find(link_id, name, idle_s=LINK_TTL_S)
             if row is None or row["protocol_version"] != KIND_LINK:
                 return None
-            if not store.session_end(link_id, name):  # another use took it first
+            if not store.sessions.end(link_id, name):  # another use took it first
                 return None
             caps = row["capabilities"]
             return self._open(store, name, caps["grants"], caps["writes"])
 
     def _open(self, store, name, grants, writes):
         secret = secrets.token_urlsafe(32)
-        store.session_open(secret_digest(secret), name, KIND_WEB,
-                           {"grants": sorted(grants), "writes": writes},
-                           idle_s=self.idle_s, per_token=WEB_SESSIONS_PER_TOKEN)
+        store.sessions.open(secret_digest(secret), name, KIND_WEB,
+                            {"grants": sorted(grants), "writes": writes},
+                            idle_s=self.idle_s, per_token=WEB_SESSIONS_PER_TOKEN)
         return pack(name, secret)
 
     def sign_out(self, person):
         """End the person's session."""
         with self.connections.borrow() as store:
-            store.session_end(person.session_id, person.name)
+            store.sessions.end(person.session_id, person.name)

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
 
@@ -36,6 +36,23 @@ def _markdown():
     return md
 
 
+# The search tool's snippets mark the words that matched as **word**.
+_MARKED = re.compile(r"\*\*(.+?)\*\*")
+
+
+def marked(snippet):
+    """A snippet escaped, its matched words (``**word**``) in ``<mark>``."""
+    return Markup(_MARKED.sub(r"<mark>\1</mark>", str(escape(snippet))))
+
+
+def when(version):
+    """A version as a person reads it in a list: ``2026-12-01 22:01:36 UTC`` (the exact
+    version stays in the page's ``datetime`` attribute and in its links)."""
+    text = str(version)
+    return "%s %s UTC" % (text[:10], text[11:19]) if len(text) >= 19 and text[10] == "T" \
+        else text
+
+
 def url_part(value):
     """A value as one path segment or query value of a URL (everything else escaped)."""
     return quote(str(value), safe=":")
@@ -49,6 +66,8 @@ class Renderer:
                                autoescape=select_autoescape(default=True, default_for_string=True),
                                trim_blocks=True, lstrip_blocks=True)
         self.env.filters["u"] = url_part
+        self.env.filters["marked"] = marked
+        self.env.filters["when"] = when
         self.md = _markdown()
 
     def page(self, template, **values):

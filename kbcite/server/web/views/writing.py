@@ -9,7 +9,7 @@ without asking (``--writes allow``) may use them.
 
 import secrets
 
-from ....errors import InvalidArgument, VersionConflict
+from ....errors import InvalidArgument, ToolError, VersionConflict
 from ..render import url_part
 from ..responses import redirect
 from ..diffs import compare
@@ -41,7 +41,7 @@ def _since(page, article_id, expected):
         current = read(store, page, article_id)
         try:
             old = read(store, page, article_id, expected)
-        except Exception:  # that version is gone or never was: show the current one only
+        except ToolError:  # that version is gone or never was: show the current one only
             return current, None
     return current, compare(old["title"], old["content"], current["title"],
                             current["content"])
