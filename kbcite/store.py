@@ -27,8 +27,8 @@ import logging
 from datetime import datetime, timezone
 
 from . import (
-    access, articles, audit, catalog, citations, edits, events, exporter, history, importer, reads,
-    sessions, tokens,
+    access, articles, audit, backup, catalog, citations, edits, events, exporter, history,
+    importer, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -322,6 +322,16 @@ class KBStore:
         """Compact a knowledge base's search index; worth it after bulk loads."""
         with self._db.write():
             self._db.optimize(access.knowledge_base(self._db, kb_id, lock=True)["pk"])
+
+    def dump_knowledge_base(self, kb_id):
+        """A knowledge base as one JSON-ready dict: IDs, versions, history, events, texts
+        (``kbcite.backup.dump``)."""
+        return backup.dump(self._ctx, kb_id)
+
+    def restore_knowledge_base(self, data, *, as_id=None):
+        """Make a knowledge base from a dump, keeping its IDs and history
+        (``kbcite.backup.restore``)."""
+        return backup.restore(self._ctx, data, as_id)
 
     def rebuild_index(self, kb_id):
         """Index a knowledge base's published articles anew (after damage to its index)."""

@@ -17,7 +17,7 @@ FLOORS = {
         "kbcite.markdown", "kbcite.tokens", "kbcite.sessions", "kbcite.audit", "kbcite.access",
         "kbcite.context", "kbcite.history", "kbcite.citations", "kbcite.changes",
         "kbcite.catalog",
-        "kbcite.folder", "kbcite.exporter",
+        "kbcite.folder", "kbcite.exporter", "kbcite.backup",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
     2: ["kbcite.engines.*"],
     1: ["kbcite.linediff", "kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",

@@ -201,6 +201,18 @@ def build_parser():
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     listing_args(p, "the plan")
 
+    p = command("dump", "write a knowledge base, IDs, versions, history and events, to one "
+                        "JSON file that kb restore reads back in any store")
+    kb_arg(p)
+    p.add_argument("file", metavar="FILE", help="the dump to write (-: standard output)")
+    p.add_argument("--yes", action="store_true", help="overwrite FILE if it is there")
+
+    p = command("restore", "make a knowledge base from a kb dump file, with its article IDs, "
+                           "versions, history and events")
+    p.add_argument("file", metavar="FILE", help="the dump to read (-: standard input)")
+    p.add_argument("--as", dest="as_kb", metavar="KB",
+                   help="restore it under this ID (default: the ID it was dumped from)")
+
     command("audit", "check the stored data for inconsistencies (exit 1 if any)")
 
     p = command("reindex", "rebuild a knowledge base's search index from its articles")
