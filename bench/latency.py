@@ -135,11 +135,16 @@ def matches_per_query(path, titles, queries, seed=SEED):
     return common.median(counts)
 
 
-def run(sizes=(1000, 10000, 100000), searches=300, reads=1000, edits=300, polls=300,
-        directory=None, engines=("sqlite",), postgres_url=None):
-    """Build and measure each size on each engine; returns one row per (engine, size)."""
+def check_sizes(sizes):
+    """Refuse sizes this benchmark cannot run (ValueError), before anything is started."""
     if not sizes or min(sizes) < 2:
         raise ValueError("latency sizes must be at least 2 articles, got %r" % (sizes,))
+
+
+def run(sizes=(1000, 10000, 100000), searches=300, reads=1000, edits=300, polls=300,
+        directory=None, engines=("sqlite",), postgres_url=None, checks=100):
+    """Build and measure each size on each engine; returns one row per (engine, size)."""
+    check_sizes(sizes)
     for name, value in (("searches", searches), ("reads", reads), ("edits", edits),
                         ("polls", polls)):
         if value < 1:
@@ -152,7 +157,7 @@ def run(sizes=(1000, 10000, 100000), searches=300, reads=1000, edits=300, polls=
             path = common.store_address(engine, tmp, "latency%d" % size, postgres_url)
             try:
                 titles, build_s = build(path, size)
-                t = measure(path, titles, searches, reads, edits, polls)
+                t = measure(path, titles, searches, reads, edits, polls, checks=checks)
                 rows.append({
                     "engine": engine,
                     "articles": size,

@@ -32,6 +32,7 @@ BENCHMARKS = ("sim", "latency", "search", "scaling", "concurrency", "http")
 # Full runs: a few minutes in all on a two-core machine. Quick: a smoke run of seconds.
 FULL = {"repeats": 5, "sim_args": sim_time.DEFAULT_ARGS,
         "sizes": (1000, 10000, 100000), "searches": 300, "reads": 1000, "edits": 300,
+        "checks": 100,
         "search_sizes": (10000, 100000), "engines": ("sqlite", "postgresql"),
         "http_clients": 16, "http_calls": 250,
         "polls": 300, "scales": (1, 10, 30), "factor_scale": 3,
@@ -39,10 +40,11 @@ FULL = {"repeats": 5, "sim_args": sim_time.DEFAULT_ARGS,
 QUICK = {"repeats": 1,
          "sim_args": ("--seeds", "1", "--articles", "40", "--questions", "12", "--saves", "30",
                       "--processes", "1"),
-         "sizes": (100, 300), "searches": 20, "reads": 50, "edits": 20, "polls": 20,
+         # Each check round saves 50 articles, a commit each: 5 rounds, not 100.
+         "sizes": (100, 300), "searches": 20, "reads": 50, "edits": 20, "polls": 20, "checks": 5,
          "search_sizes": (200,), "engines": ("sqlite",), "http_clients": 2, "http_calls": 20,
          "scales": (0.05, 0.1), "factor_scale": 0.1,
-         "processes": (1, 2), "seconds": 0.3, "articles": 50, "runs": 1}
+         "processes": (2,), "seconds": 0.3, "articles": 50, "runs": 1}
 
 TITLES = {"sim": "Simulation wall time", "latency": "Tool latency against knowledge-base size",
           "search": "Search beside its peers",
@@ -109,6 +111,9 @@ def parser():
                         "started with initdb and pg_ctl, fsync on); each benchmark uses fresh "
                         "schemas bench_* and drops them")
     p.add_argument("--repeats", type=_positive(int, "--repeats"), help="sim: runs (default 5)")
+    p.add_argument("--sim-args", type=lambda text: tuple(text.split()), metavar="ARGS",
+                   help="sim: sim.py's arguments, one string (default %r; --quick: a small "
+                        "day)" % " ".join(sim_time.DEFAULT_ARGS))
     p.add_argument("--sizes", type=_list(int, "--sizes"),
                    help="latency: article counts (default 1000,10000,100000)")
     p.add_argument("--searches", type=_positive(int, "--searches"),
@@ -129,8 +134,8 @@ def parser():
 def settings(args):
     """The sizes to run: full or quick, with any option given on the command line on top."""
     chosen = dict(QUICK if args.quick else FULL)
-    for name in ("repeats", "sizes", "searches", "search_sizes", "scales", "processes",
-                 "seconds", "runs", "engines"):
+    for name in ("repeats", "sim_args", "sizes", "searches", "search_sizes", "scales",
+                 "processes", "seconds", "runs", "engines"):
         if getattr(args, name) is not None:
             chosen[name] = getattr(args, name)
     return chosen
@@ -146,7 +151,7 @@ def run(names, s, directory=None, postgres_url=None):
             result = sim_time.run(s["repeats"], s["sim_args"])
         elif name == "latency":
             result = latency.run(s["sizes"], s["searches"], s["reads"], s["edits"], s["polls"],
-                                 directory, engines, postgres_url)
+                                 directory, engines, postgres_url, checks=s["checks"])
         elif name == "search":
             result = search.run(s["search_sizes"], s["searches"], directory, engines,
                                 postgres_url)
@@ -201,6 +206,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     info = dict(common.machine(), code=common.code_version())
     chosen = settings(args)
+    if "latency" in args.only:
+        try:  # before a PostgreSQL cluster is started for nothing
+            latency.check_sizes(chosen["sizes"])
+        except ValueError as exc:
+            p.error(str(exc))
     cleanup, skipped, postgres_url = (lambda: None), None, None
     if "postgresql" in chosen["engines"] and set(args.only) & {"latency", "search",
                                                                "concurrency", "http"}:

@@ -53,6 +53,15 @@ def page(ctx, granted, after, limit):
     return out, None
 
 
+def recent(ctx, granted, kb_id, offset, limit):
+    """``(a page of the published articles of granted ``kb_id``, the newest change first,
+    how many it publishes)``: the web pages' list of a knowledge base."""
+    db = ctx.db
+    with db.read():
+        kb = access.knowledge_base(db, kb_id, granted)
+        return db.published_recent(kb["pk"], offset, limit), kb["published_count"]
+
+
 def knowledge_bases(ctx, granted, prefix):
     """``(values, total)``: the IDs of granted knowledge bases that exist and start with
     ``prefix``, at most ``COMPLETIONS_MAX`` of them; InvalidArgument for a prefix no ID can

@@ -103,9 +103,16 @@ class KBStore:
         store._db.load_image(image)
         return store
 
+    @property
+    def capabilities(self):
+        """What the store's engine offers beyond the primitives every engine keeps (a subset
+        of ``kbcite.engines.contract.CAPABILITIES``: ``listen``, ``image``)."""
+        return self._db.capabilities
+
     def image(self):
-        """A copy of an in-memory SQLite store as bytes, or None where that cannot be had."""
-        return self._db.image() if self._db.name == "sqlite" and self._db.memory else None
+        """A copy of the store as bytes (an in-memory SQLite store, where sqlite3 can
+        serialize), or None where that cannot be had."""
+        return self._db.image() if "image" in self._db.capabilities else None
 
     @property
     def last_search(self):
@@ -187,11 +194,17 @@ class KBStore:
         with self._tool_errors("resources/list"):
             return catalog.page(self._ctx, granted_set(granted), after, limit)
 
+    def list_recent(self, kb_id, *, granted, offset=0, limit=50):
+        """``(rows, total)``: a page of a granted knowledge base's published articles, the
+        newest change first (``kbcite.catalog.recent``)."""
+        with self._tool_errors("list_recent"):
+            return catalog.recent(self._ctx, granted_set(granted), kb_id, offset, limit)
+
     def change_waiter(self):
         """A connection of its own that wakes a watcher of the event log at commits
         (PostgreSQL's LISTEN), or None where the engine has none (SQLite: poll the heads);
         raises StoreFailed where it cannot listen (a hot standby)."""
-        return self._db.change_waiter()
+        return self._db.change_waiter() if "listen" in self._db.capabilities else None
 
     def complete_knowledge_bases(self, prefix, *, granted):
         """``(IDs, total)`` of the granted knowledge bases starting with ``prefix``."""

@@ -28,12 +28,14 @@ def test_the_load_benchmark_runs_the_new_server_and_the_sdk_twin():
     assert "median" in done.stdout and ("| sdk | 1 |" in done.stdout or targets == "new")
 
 
+@pytest.mark.py39  # the guarded server on Python 3.9's uvicorn too
 def test_slowloris_serves_a_client_while_sockets_trickle():
     done = bench("slowloris.py", "--attackers", "30", "--seconds", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "under attack:" in done.stdout and "PASS" in done.stdout
 
 
+@pytest.mark.py39  # the guarded server on Python 3.9's uvicorn too
 def test_head_memory_refuses_huge_heads_and_bounds_endless_ones():
     done = bench("head_memory.py", "--connections", "4", "--hold-seconds", "1")
     assert done.returncode == 0, done.stdout + done.stderr

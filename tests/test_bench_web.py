@@ -19,7 +19,7 @@ def test_web_pages_prints_every_page_row():
                           cwd=str(ROOT), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     rows = [line.split(" | ")[0] for line in done.stdout.splitlines() if line.startswith("| ")]
-    assert rows[1:] == ["| article", "| history", "| diff", "| search page", "| search tool"]
+    assert rows[1:] == ["| list", "| article", "| history", "| diff", "| search page", "| search tool"]
     assert "Search page / search tool, p50:" in done.stdout
 
 

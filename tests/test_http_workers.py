@@ -75,6 +75,7 @@ def edit_arguments(served, version, key):
 
 
 @pytest.mark.slow
+@pytest.mark.py39  # the guarded server's workers on Python 3.9's uvicorn too
 def test_both_eras_work_with_two_worker_processes(served):
     """--workers 2: requests on fresh connections reach either process. 2026-07-28 is
     stateless, and an approval asked by one process is finished by the other (one signing

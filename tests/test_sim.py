@@ -68,7 +68,9 @@ def default_run(tmp_path_factory):
     return proc, json.loads(out.read_text(encoding="utf-8"))
 
 
+# The default run takes seconds: its tests are slow, and Python 3.9's CI leg runs them (py39).
 @pytest.mark.slow
+@pytest.mark.py39
 def test_default_run_matches_golden_counts(default_run):
     proc, report = default_run
     assert proc.returncode == 0, proc.stderr
@@ -84,6 +86,8 @@ def test_the_golden_file_only_gained_keys():
         SIX_TABLES_SHA256
 
 
+@pytest.mark.slow
+@pytest.mark.py39
 def test_default_run_checks_hold_and_tables_print(default_run):
     proc, report = default_run
     assert report["check_mismatches"] == []
@@ -112,6 +116,8 @@ def test_default_run_checks_hold_and_tables_print(default_run):
     assert [e["edits"] for e in report["edits"]] == [150, 150, 150, 150]
 
 
+@pytest.mark.slow
+@pytest.mark.py39
 def test_default_run_passages_add_up(default_run):
     """The seventh table's invariants, whatever its counts are."""
     _, report = default_run
@@ -143,6 +149,8 @@ def test_default_run_passages_add_up(default_run):
     assert len(passages["per_seed"]) == 5
 
 
+@pytest.mark.slow
+@pytest.mark.py39
 def test_json_has_the_documented_keys(default_run):
     _, report = default_run
     for key in ("config", "seeds", "workload", "staleness", "detection", "cost", "edits",
@@ -186,12 +194,14 @@ def test_json_has_the_documented_keys(default_run):
 # -- determinism -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # two seeds' days, twice
 def test_same_counts_in_one_process_and_in_two():
     one = run([3, 4], SMALL, processes=1)
     two = run([3, 4], SMALL, processes=2)
     assert without_timing(one) == without_timing(two)
 
 
+@pytest.mark.slow  # each part of a day, twice
 def test_a_copied_start_of_day_runs_as_a_built_one():
     start = prepare(2, SMALL)
     if hasattr(sqlite3.Connection, "serialize"):  # Python 3.11 on: the image is used
@@ -288,8 +298,8 @@ def test_shuffle_is_a_permutation_and_titles_are_unique():
 # -- closed-form expectations ------------------------------------------------------------------
 
 
-# A small day, quick enough for 200 seeds in one process, with enough citations, saves and edits
-# per seed that every figure has something to count.
+# A small day, quick enough for 200 seeds, with enough citations, saves and edits per seed that
+# every figure has something to count.
 TINY = Config(articles=40, questions=20, saves=30, hours=2)
 
 
@@ -326,9 +336,18 @@ def edit_figures(r):
     return rows
 
 
+def usable_cpus():
+    """The CPUs this process may run on (its affinity where the platform tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @pytest.fixture(scope="module")
 def many_seeds():
-    return run(list(range(1, 201)), TINY, processes=1)
+    """200 seeds of the TINY day, across the processes the machine has (the figures do not
+    depend on how many: test_same_counts_in_one_process_and_in_two)."""
+    return run(list(range(1, 201)), TINY, processes=usable_cpus())
 
 
 def passage_figures(p, mode):
@@ -368,6 +387,7 @@ def test_each_measured_mean_lies_within_four_standard_errors_of_its_expectation(
             assert 4 * se < 0.2 * expected_mean, (label, se, expected_mean)
 
 
+@pytest.mark.slow  # the 200-seed run
 def test_expectations_from_the_parameters_alone_match_the_control(many_seeds):
     """The control's expectation needs no observation at all: every article has q = 1/N."""
     q, saves = 1.0 / TINY.articles, TINY.saves
@@ -751,6 +771,7 @@ def test_db_dir_keeps_each_runs_database(tmp_path):
     assert report["check_mismatches"] == []
 
 
+@pytest.mark.slow  # a day's edit experiment
 def test_small_edit_experiment_accounts_for_every_edit():
     report = run([1, 2], Config(articles=80, questions=40, saves=120, hours=4),
                  processes=1)
@@ -764,6 +785,7 @@ def test_small_edit_experiment_accounts_for_every_edit():
     assert idem["successful_edits"] == accepted == idem["replays_marked"]
 
 
+@pytest.mark.slow  # a day on each engine
 def test_the_day_on_postgresql_counts_what_it_counts_on_sqlite(postgres):
     """The same seeds on both engines: 0 mismatches, and the same figures (same ranking)."""
     config = Config(articles=60, questions=24, saves=60, hours=4)

@@ -18,6 +18,8 @@ from support.web import WebClient, hidden_fields, make_store
 pytest.importorskip("jinja2")
 pytest.importorskip("markdown_it")
 
+KB = "pages"
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
@@ -75,7 +77,11 @@ def test_ungranted_and_missing_pages_are_the_same_404_byte_for_byte(site):
                  "/kb/support/articles/art-999999/history",
                  "/kb/support/articles/%s@2001-01-01T00:00:00Z" % ids["first"],
                  "/kb/support/articles/%s@not-a-version" % ids["first"],
-                 "/kb/internal/events", "/kb/nope/events", "/nothing/here/kb"):
+                 "/kb/internal/events", "/kb/nope/events", "/nothing/here/kb",
+                 "/kb/internal/articles/%s/edit" % ids["secret"],
+                 "/kb/support/articles/art-999999/edit",
+                 "/kb/internal/articles/%s/diff?from=a&to=b" % ids["secret"],
+                 "/kb/support/articles/%s/diff?from=2001-01-01T00:00:00Z&to=b" % ids["first"]):
         status, _, body = web.get(path)
         if path == "/nothing/here/kb":
             continue  # not a page's path: /mcp's own 404
@@ -304,3 +310,34 @@ def test_without_the_extra_the_pages_answer_one_line_and_mcp_still_works():
                             cwd=str(ROOT), env=child_env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Missing ") and "pip install 'kbcite[http]'" in result.stdout
+
+
+def test_the_list_pages_published_articles_newest_change_first(kb):
+    ids = kb.create_articles(KB, [("Article %d" % i, "Text %d." % i) for i in range(7)])
+    kb.create_article(KB, "A draft", "Not listed.", published=False)
+    kb.save_article(KB, ids[2], content="Changed last.")
+    rows, total = kb.list_recent(KB, granted=[KB], offset=0, limit=3)
+    assert total == 7 and [row["article_id"] for row in rows] == [ids[2], ids[6], ids[5]]
+    rows, _ = kb.list_recent(KB, granted=[KB], offset=6, limit=3)
+    assert [row["article_id"] for row in rows] == [ids[0]]
+    with pytest.raises(kbcite.ToolError) as raised:
+        kb.list_recent(KB, granted=["other"], offset=0, limit=3)
+    assert raised.value.code == "not_found"
+
+
+def test_the_knowledge_base_page_is_paged(site):
+    _, _, _, path = site
+    with kbcite.KBStore(str(path)) as store:
+        store.create_knowledge_base("big")
+        ids = store.create_articles("big", [("Page %d" % i, "Text.") for i in range(55)])
+        token = store.create_token("big-reader", ["big"], "ask")
+    web = WebClient(site[0].host, site[0].port)
+    assert web.sign_in(token) == 303
+    status, _, first = web.get("/kb/big")
+    listed = re.findall(r'href="/kb/big/articles/(art-\d+)"', first)
+    assert status == 200 and len(listed) == 50 and listed[0] == ids[-1]
+    assert "Page 1 of 2" in first and "?page=2" in first
+    _, _, second = web.get("/kb/big?page=2")
+    assert re.findall(r'href="/kb/big/articles/(art-\d+)"', second) == ids[:5][::-1]
+    _, _, beyond = web.get("/kb/big?page=99")
+    assert "Page 2 of 2" in beyond

@@ -1,85 +1,149 @@
-"""What a storage engine of the knowledge-base store provides; ``kbcite.engines.sql`` holds the
-SQL both engines share.
+"""What a storage engine of the knowledge-base store must keep: its primitives, each with its
+promise, its dialect and its capabilities as data.
 
 The store's concepts (``kbcite.edits``, ``kbcite.events``, ``kbcite.articles``, search)
-hold the semantics; an engine holds a connection and the store's atomic steps in SQL. The
-steps below are written once, with ``?`` placeholders, and run on either engine; each engine
-(``kbcite.engines.sqlite``, ``kbcite.engines.postgres``) adds its connection handling, its
-transactions and locks, its schema, and its full-text index.
+hold the semantics; the shared SQL (``kbcite.engines.sql``, a module a table) holds the
+statements, written once with ``?`` placeholders; an engine (``kbcite.engines.sqlite``,
+``kbcite.engines.postgres``) holds a connection and keeps these primitives, each the way
+that engine does it best:
 
-The interface, with the promise each part makes:
-
-- ``read()``: a context for a consistent read. Every statement inside sees one snapshot;
-  it never takes a lock a writer holds, and no writer waits for it.
-- ``write()``: a context for one write transaction. Writers of a store are serialised per
-  knowledge base by ``lock_kb``; everything done inside commits together or not at all, and
-  a failure inside rolls it all back.
-- ``lock_kb(kb_id)``: inside ``write()``, the knowledge base's row, locked until commit, so
-  that two writers of one knowledge base take turns and its event sequence commits in
-  sequence order.
-- ``index_add`` / ``index_remove`` / ``index_replace`` / ``match`` / ``match_docs`` /
-  ``indexed_pks`` / ``title_indexed_pks`` / ``optimize``: the full-text index of published
-  articles, of titles and bodies and of titles alone (``match``
-  answers boolean queries on terms, in article order, at most ``limit`` rows: its work is
-  bounded by the limit, not by how many articles hold a word; ``match_docs`` brings the
-  articles' stored tokens with them).
+- ``read()``: a context in which every statement sees one snapshot; it takes no lock a
+  writer waits for.
+- ``write()``: a context of one transaction: all of it commits, or none of it.
+- ``lock_kb(kb_id)``: inside ``write()``, the knowledge base's row, locked to the commit, so
+  that two writers of one knowledge base take turns and its events commit in sequence order.
+- ``lock_new_kb()``: inside ``write()``, creations of knowledge bases take turns.
+- ``new_text_pks(count)``: inside ``write()``, fresh increasing pks no other writer takes.
+- ``execute(sql, params)``, ``execute_many(sql, rows)``: one statement, in the caller's
+  transaction, every value bound.
+- ``create_kb_index``, ``index_add``, ``index_remove``, ``index_replace``, ``index_clear``,
+  ``optimize``: the full-text index, in the caller's transaction.
+- ``match(kb_pk, queries, limit)``, ``match_docs(...)``: ranked candidates for boolean queries
+  of terms, bounded by ``limit``, one round trip; ``indexed_pks``, ``title_indexed_pks``: what
+  the index holds, for the audit.
+- ``events_notify(kb_pk, sequence)``: inside ``write()``, watchers hear of it at commit.
 - ``store_error(exc)``: the ToolError for one of the driver's exceptions, or ``None``.
-- the shared steps in this class: plain statements that each do one thing in the caller's
-  transaction.
+- ``interrupt()``, ``clear_interrupt()``: from another thread, end the running call.
+- ``upgrade_schema()``, ``integrity_problems()``, ``dump()``, ``foreign_keys(on)``, ``close()``.
+
+Capabilities (``capabilities``, a frozenset of ``CAPABILITIES``) say what an engine offers
+beyond them, so that nobody asks which engine it is: ``change_waiter()`` where it can
+``listen``, ``image()`` and ``load_image()`` where it has an ``image``. Where the engines
+differ only in how SQL is spelled, the difference is data (``placeholder``, ``arrays``,
+``search_doc_extra``); where they differ in behaviour, each has its own primitive.
 """
 
 import contextlib
+import re
+
+# What an engine may offer beyond the primitives: ``listen``, a connection that wakes at the
+# commits that wrote events (``change_waiter``); ``image``, the whole store copied to bytes
+# and back (``image``, ``load_image``), which spares a simulation rebuilding each morning.
+CAPABILITIES = frozenset({"listen", "image"})
+
+# A ``?`` placeholder, or a literal ``%`` that a driver of ``%s`` placeholders needs doubled.
+_QMARK_OR_PERCENT = re.compile(r"\?|%")
+
+
+def spelled_for(sql, placeholder):
+    """``sql``, written with ``?`` placeholders, spelled for a driver that takes
+    ``placeholder`` (``%s``: psycopg's, where a literal ``%`` is doubled)."""
+    if placeholder == "?":
+        return sql
+    return _QMARK_OR_PERCENT.sub(lambda m: placeholder if m.group() == "?" else "%%", sql)
 
 
 class Engine:
-    """What an engine provides; the shared SQL (``kbcite.engines.sql``) stands on it."""
+    """The primitives an engine keeps; the shared SQL (``kbcite.engines.sql``) stands on it."""
 
     name = "engine"
+    # What the engine offers beyond the primitives (a subset of CAPABILITIES).
+    capabilities = frozenset()
+    # Dialect, as data: the placeholder its driver takes (statements are written with ``?``
+    # and converted once), and whether it binds a list as one array (``= ANY(?)``) instead
+    # of one placeholder a value.
+    placeholder = "?"
+    arrays = False
     # More columns an engine keeps per search_docs row, as (column, placeholder), and their
     # values come from ``_search_doc_extra``: PostgreSQL's tsvectors.
     search_doc_extra = ()
 
-    # -- provided by an engine -----------------------------------------------------------------
+    # -- the connection and its transactions -----------------------------------------------------
 
     def close(self):
         """Close the connection."""
         raise NotImplementedError
 
     def execute(self, sql, params=()):
-        """Run one statement; returns a cursor (rows as dicts or sqlite3.Row)."""
+        """Run one statement (written with ``?``) in the caller's transaction; returns a
+        cursor (rows as dicts or sqlite3.Row)."""
         raise NotImplementedError
 
     def execute_many(self, sql, rows):
-        """Run one statement for each parameter tuple of ``rows``."""
+        """Run one statement for each parameter tuple of ``rows``, in the caller's transaction."""
         raise NotImplementedError
 
     @contextlib.contextmanager
     def read(self):
-        """A consistent read (see the module docstring)."""
+        """A consistent read: every statement inside sees one snapshot; it never takes a lock
+        a writer holds, and no writer waits for it."""
         raise NotImplementedError
         yield  # pragma: no cover
 
     @contextlib.contextmanager
     def write(self):
-        """One write transaction (see the module docstring)."""
+        """One write transaction: everything done inside commits together or not at all, and
+        a failure inside rolls it all back (the driver's failure raised as ``store_error``
+        makes it)."""
         raise NotImplementedError
         yield  # pragma: no cover
 
     def lock_kb(self, kb_id):
-        """The knowledge base row, locked for the rest of the write transaction, or None."""
+        """Inside ``write()``: the knowledge base's row, locked until the commit, or None; two
+        writers of one knowledge base take turns, so its event sequence commits in order."""
         raise NotImplementedError
 
+    def lock_new_kb(self):
+        """Inside ``write()``: make creations of knowledge bases take turns, where the write
+        transaction does not already serialise them."""
+
     def new_text_pks(self, count):
-        """Inside ``write()``: ``count`` fresh, increasing pks for new texts."""
+        """Inside ``write()``: ``count`` fresh, increasing pks for new texts, which no other
+        writer can take."""
         raise NotImplementedError
 
     def foreign_keys(self, enabled):
         """Outside a transaction: check foreign keys on every statement, or not (a migration
         that rebuilds a table)."""
 
-    def lock_new_kb(self):
-        """Inside ``write()``: make creations of knowledge bases take turns, where the write
-        transaction does not already serialise them."""
+    def interrupt(self):
+        """From another thread: stop the call running on this connection, if it can be; a
+        wait for another writer ends, and the transaction rolls back."""
+
+    def clear_interrupt(self):
+        """Ready the connection for a new call after an ``interrupt``."""
+
+    def store_error(self, exc):
+        """The ToolError for a driver exception (busy, damaged, failed), or None when it is
+        not the driver's."""
+        return None
+
+    # -- the schema ------------------------------------------------------------------------------
+
+    def upgrade_schema(self):
+        """Inside ``write()``: migrate an older schema, all of it in that transaction; returns
+        ``(the schema found, the knowledge-base pks to index anew)``."""
+        raise NotImplementedError
+
+    def integrity_problems(self):
+        """What the database's own consistency check reports (empty when it has none)."""
+        return []
+
+    def dump(self):
+        """Every stored row, as comparable text (tests compare dumps before and after)."""
+        raise NotImplementedError
+
+    # -- the full-text index, in the caller's transaction ----------------------------------------
 
     def create_kb_index(self, kb_pk):
         """Whatever the full-text index needs for a new knowledge base."""
@@ -96,11 +160,18 @@ class Engine:
         """Replace an article's tokens in the full-text index (``old`` as stored when added)."""
         raise NotImplementedError
 
+    def index_clear(self, kb_pk):
+        """Empty a knowledge base's full-text index."""
+        raise NotImplementedError
+
+    def optimize(self, kb_pk):
+        """Compact a knowledge base's full-text index after a bulk load."""
+
     def match(self, kb_pk, queries, limit):
         """For each query ``(terms, title_only, spare)``: the article pks, lowest first,
         holding every term of ``terms`` but at most ``spare`` (0 or 1; in the title, with
-        ``title_only``), as ``query_tree`` writes it; at most ``limit`` each. One round trip
-        for all of them."""
+        ``title_only``), as ``query_tree`` writes it; at most ``limit`` each, the work bounded
+        by the limit, not by how many articles hold a word. One round trip for all of them."""
         raise NotImplementedError
 
     def match_docs(self, kb_pk, queries, limit):
@@ -116,26 +187,30 @@ class Engine:
         """Every article pk with a title token in the index of titles, sorted (for the audit)."""
         raise NotImplementedError
 
-    def index_clear(self, kb_pk):
-        """Empty a knowledge base's full-text index."""
+    def _search_doc_extra(self, kb_pk, doc):
+        """The values of ``search_doc_extra``'s columns for one article."""
+        return ()
+
+    # -- watchers of the event log ---------------------------------------------------------------
+
+    def events_notify(self, kb_pk, sequence):
+        """Inside ``write()``: tell watchers, at commit, that a knowledge base's log reached
+        ``sequence``; nothing where the engine cannot ``listen`` (its watchers poll)."""
+
+    def change_waiter(self):
+        """With ``listen``: a connection of its own whose ``wait(timeout)`` returns early once
+        a commit wrote events; StoreFailed where it cannot listen after all (a standby)."""
         raise NotImplementedError
 
-    def optimize(self, kb_pk):
-        """Compact a knowledge base's full-text index after a bulk load."""
+    # -- with ``image`` --------------------------------------------------------------------------
 
-    def integrity_problems(self):
-        """What the database's own consistency check reports (empty when it has none)."""
-        return []
+    def image(self):
+        """With ``image``: the whole store as bytes."""
+        raise NotImplementedError
 
-    def store_error(self, exc):
-        """The ToolError for a driver exception, or None when it is not the driver's."""
-        return None
-
-    def interrupt(self):
-        """From another thread: stop the call running on this connection, if it can be."""
-
-    def clear_interrupt(self):
-        """Ready the connection for a new call after an ``interrupt``."""
+    def load_image(self, data):
+        """With ``image``: replace this store by a copy of ``image()`` bytes."""
+        raise NotImplementedError
 
     # -- shared helpers: a query's rows, in the caller's transaction -----------------------------
 
@@ -156,19 +231,8 @@ class Engine:
         return next(iter(found.values())) if isinstance(found, dict) else found[0]
 
     def in_list(self, column, values):
-        """``(SQL, params)`` testing ``column`` against a list of values: ``IN (?, ...)``
-        here; an engine with arrays binds one array instead."""
+        """``(SQL, params)`` testing ``column`` against a list of values: one array where the
+        engine binds ``arrays`` (one plan whatever their number), else ``IN (?, ...)``."""
+        if self.arrays:
+            return "%s = ANY(?)" % column, [list(values)]
         return "%s IN (%s)" % (column, ",".join("?" * len(values))), list(values)
-
-    def events_notify(self, kb_pk, sequence):
-        """Tell watchers, at commit, that a knowledge base's log reached ``sequence``: nothing
-        here (a SQLite store's watchers look at the heads); PostgreSQL sends a NOTIFY."""
-
-    def change_waiter(self):
-        """A connection of its own whose ``wait(timeout)`` returns early once a commit wrote
-        events, or None where the engine has none (its watchers poll)."""
-        return None
-
-    def _search_doc_extra(self, kb_pk, doc):
-        """The values of ``search_doc_extra``'s columns for one article."""
-        return ()

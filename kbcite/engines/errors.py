@@ -1,4 +1,5 @@
-"""The errors an engine raises for its driver's failures: busy, damaged, failed, another schema."""
+"""The errors an engine raises: busy, damaged, failed, read only, another schema; each message
+says what happened to the call (nothing written) and what to do next."""
 
 from ..errors import NotAStore, StoreBusy, StoreDamaged, StoreFailed
 from ..limits import SCHEMA_VERSION
@@ -40,3 +41,27 @@ def failed_error(text, where="the knowledge-base database"):
         "call once the cause (a full disk, say) is fixed; an edit resent with the same "
         "idempotency_key returns the stored result if it was written." % (where, text),
         retryable=True)
+
+
+def read_only_error(path, reason):
+    """The store_failed for a write to a store this process can only read: not retryable."""
+    return StoreFailed(
+        "the store %s cannot be written: %s. It is open for reading only; nothing was "
+        "written. Make it writable to change it (or work on a writable copy)." % (path, reason),
+        retryable=False, path=path)
+
+
+def standby_error(where, text):
+    """The store_failed for a write to a PostgreSQL store that refuses writes: not retryable."""
+    return StoreFailed(
+        "the PostgreSQL store %s is read only (%s): it is a hot standby, or the role may "
+        "not write. Nothing was written; send writes to the primary (a kb-server for a "
+        "standby runs with --writes deny)." % (where, text), retryable=False)
+
+
+def kb_damaged_error(kb_id, what):
+    """The store_damaged error for a knowledge base whose ``what`` is inconsistent."""
+    return StoreDamaged(
+        "the %s of knowledge base %r is damaged. A retry will not help; the store's operator "
+        "must run the audit (kb audit) and restore from a backup." % (what, kb_id),
+        knowledge_base_id=kb_id, retryable=False)

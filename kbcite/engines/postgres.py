@@ -41,14 +41,13 @@ import re
 from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
-from .contract import Engine
-from .errors import busy_error, check_version, damaged_error, failed_error
+from .contract import Engine, spelled_for
+from .errors import busy_error, check_version, damaged_error, failed_error, standby_error
 from .sql import SharedSQL
 from .sql.history import VERSION_COLUMNS
 from .sql.knowledge_bases import KB_COLUMNS
 from .sql.search import SEARCH_DOC_COLUMNS
-from .postgres_schema import SCHEMA_SQL, TABLES, TEXTS_SQL, VERSIONS_SQL
-from .sql.sessions import SESSIONS_SQL
+from .postgres_schema import MIGRATIONS, SCHEMA_SQL, TABLES
 
 try:
     import psycopg
@@ -64,8 +63,6 @@ NAMEDATALEN = 64
 BUSY_STATES = ("55P03", "40001", "40P01", "57014")  # lock timeout, serialization, deadlock, cancel
 DAMAGE_STATES = ("XX001", "XX002")  # data corrupted, index corrupted
 READ_ONLY_STATE = "25006"  # a write on a hot standby or in a read-only transaction
-# Statements are written once with ?; psycopg takes %s (and a literal % doubled).
-_PLACEHOLDER = re.compile(r"\?|%")
 
 
 def _lexeme(kb_pk, term, suffix=""):
@@ -91,6 +88,10 @@ class PostgresEngine(SharedSQL, Engine):
     """A store in a PostgreSQL database (the first schema of its search_path)."""
 
     name = "postgresql"
+    capabilities = frozenset({"listen"})
+    # psycopg takes %s (statements are converted once, and cached) and binds lists as arrays.
+    placeholder = "%s"
+    arrays = True
     search_doc_extra = (("tsv", "?::tsvector"), ("title_tsv", "?::tsvector"))
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
@@ -100,7 +101,6 @@ class PostgresEngine(SharedSQL, Engine):
                             path=_safe(address))
         self.address = address
         self.timeout = timeout
-        self.memory = False
         self._sql = {}
         self._conn = None
         self._channel_name = None
@@ -158,8 +158,7 @@ class PostgresEngine(SharedSQL, Engine):
     def _convert(self, sql):
         converted = self._sql.get(sql)
         if converted is None:
-            converted = self._sql[sql] = _PLACEHOLDER.sub(
-                lambda m: "%s" if m.group() == "?" else "%%", sql)
+            converted = self._sql[sql] = spelled_for(sql, self.placeholder)
         return converted
 
     def execute(self, sql, params=()):
@@ -211,10 +210,6 @@ class PostgresEngine(SharedSQL, Engine):
         return self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ? FOR UPDATE"
                         % KB_COLUMNS, (kb_id,))
 
-    def in_list(self, column, values):
-        """``column = ANY(?)`` with the values as one array: one plan whatever their number."""
-        return "%s = ANY(?)" % column, [list(values)]
-
     def versions_at(self, pairs):
         """``{(article_pk, version_us): row}``: the pairs as two arrays, one statement."""
         pairs = sorted(set(pairs))
@@ -247,11 +242,7 @@ class PostgresEngine(SharedSQL, Engine):
         if state in DAMAGE_STATES:
             return damaged_error(text, "the PostgreSQL store")
         if state == READ_ONLY_STATE:
-            return StoreFailed(
-                "the PostgreSQL store %s is read only (%s): it is a hot standby, or the role may "
-                "not write. Nothing was written; send writes to the primary (a kb-server for a "
-                "standby runs with --writes deny)." % (_safe(self.address), text),
-                retryable=False)
+            return standby_error(_safe(self.address), text)
         if isinstance(exc, psycopg.OperationalError) or state.startswith(("08", "57", "53")):
             return failed_error(text, "the PostgreSQL store")
         if isinstance(exc, psycopg.InterfaceError):
@@ -307,43 +298,10 @@ class PostgresEngine(SharedSQL, Engine):
         """Inside ``write()``: migrate the schema (PostgreSQL stores began at schema 2);
         returns the knowledge-base pks to re-index."""
         found = self.schema
-        if found < 3:
-            # Schema 3: a tsvector of the title alone, for the title-only queries (they read
-            # title weights in ``tsv`` before, which its GIN index cannot check). The
-            # knowledge bases are re-indexed to fill it; the default only covers that moment.
-            for statement in (
-                    "ALTER TABLE search_docs ADD COLUMN title_tsv TSVECTOR NOT NULL DEFAULT ''",
-                    "ALTER TABLE search_docs ALTER COLUMN title_tsv DROP DEFAULT",
-                    "CREATE INDEX search_docs_title_tsv ON search_docs USING GIN (title_tsv) "
-                    "WITH (fastupdate = off)"):
-                self._conn.execute(statement)
-        if found < 4:
-            # Schema 4: versions. Each article's text moves to ``texts`` (under the article's
-            # pk), and its history starts at its current version, with the event that made it.
-            for statement in ["ALTER TABLE knowledge_bases ADD COLUMN import_root TEXT"] + \
-                    TEXTS_SQL.split(";") + [
-                    "INSERT INTO texts (pk, kb_pk, bytes, content) SELECT pk, kb_pk, "
-                    "octet_length(content), content FROM articles",
-                    "SELECT setval(pg_get_serial_sequence('texts', 'pk'), "
-                    "coalesce((SELECT max(pk) FROM texts), 0) + 1, false)",
-                    "ALTER TABLE articles ADD COLUMN text_pk BIGINT REFERENCES texts(pk)",
-                    "UPDATE articles SET text_pk = pk",
-                    "ALTER TABLE articles ALTER COLUMN text_pk SET NOT NULL",
-                    "ALTER TABLE articles DROP COLUMN content"] + VERSIONS_SQL.split(";") + [
-                    "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, "
-                    "sequence, event, published, title, text_pk, bytes) SELECT a.pk, "
-                    "a.version_us, a.kb_pk, a.updated_at, 'upgrade', e.sequence, e.type, "
-                    "a.published, a.title, a.text_pk, t.bytes FROM articles AS a JOIN texts AS "
-                    "t ON t.pk = a.text_pk LEFT JOIN (SELECT kb_pk, article_id, max(sequence) "
-                    "AS sequence FROM events GROUP BY kb_pk, article_id) AS l ON l.kb_pk = "
-                    "a.kb_pk AND l.article_id = a.article_id LEFT JOIN events AS e ON e.kb_pk = "
-                    "l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at"]:
+        for version in range(found, SCHEMA_VERSION):
+            for statement in MIGRATIONS[version]:
                 if statement.strip():
                     self._conn.execute(statement)
-        if found < 5:
-            # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
-            for statement in SESSIONS_SQL.split(";"):
-                self._conn.execute(statement)
         self._conn.execute("UPDATE kb_meta SET value = %s WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))
         self.schema = SCHEMA_VERSION

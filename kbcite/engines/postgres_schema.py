@@ -1,4 +1,5 @@
-"""The PostgreSQL store's schema: its tables as SQL, in the order a new store creates them."""
+"""The PostgreSQL store's schema: its tables as SQL, in the order a new store creates them, and
+the migrations from each older schema."""
 
 from .sql.sessions import SESSIONS_SQL
 from .sql.tokens import TOKENS_SQL
@@ -117,3 +118,36 @@ CREATE TABLE title_terms (
     PRIMARY KEY (kb_pk, term, title_len, pk)
 );
 """ + TOKENS_SQL + ";" + SESSIONS_SQL
+
+# The statements that take a store from each schema to the next (PostgreSQL stores began at
+# schema 2), all run in the upgrade's one transaction.
+MIGRATIONS = {
+    # Schema 3: a tsvector of the title alone, for the title-only queries (they read title
+    # weights in ``tsv`` before, which its GIN index cannot check). The knowledge bases are
+    # re-indexed to fill it; the default only covers that moment.
+    2: ["ALTER TABLE search_docs ADD COLUMN title_tsv TSVECTOR NOT NULL DEFAULT ''",
+        "ALTER TABLE search_docs ALTER COLUMN title_tsv DROP DEFAULT",
+        "CREATE INDEX search_docs_title_tsv ON search_docs USING GIN (title_tsv) "
+        "WITH (fastupdate = off)"],
+    # Schema 4: versions. Each article's text moves to ``texts`` (under the article's pk), and
+    # its history starts at its current version, with the event that made it.
+    3: ["ALTER TABLE knowledge_bases ADD COLUMN import_root TEXT"] + TEXTS_SQL.split(";") + [
+        "INSERT INTO texts (pk, kb_pk, bytes, content) SELECT pk, kb_pk, "
+        "octet_length(content), content FROM articles",
+        "SELECT setval(pg_get_serial_sequence('texts', 'pk'), "
+        "coalesce((SELECT max(pk) FROM texts), 0) + 1, false)",
+        "ALTER TABLE articles ADD COLUMN text_pk BIGINT REFERENCES texts(pk)",
+        "UPDATE articles SET text_pk = pk",
+        "ALTER TABLE articles ALTER COLUMN text_pk SET NOT NULL",
+        "ALTER TABLE articles DROP COLUMN content"] + VERSIONS_SQL.split(";") + [
+        "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, "
+        "sequence, event, published, title, text_pk, bytes) SELECT a.pk, "
+        "a.version_us, a.kb_pk, a.updated_at, 'upgrade', e.sequence, e.type, "
+        "a.published, a.title, a.text_pk, t.bytes FROM articles AS a JOIN texts AS "
+        "t ON t.pk = a.text_pk LEFT JOIN (SELECT kb_pk, article_id, max(sequence) "
+        "AS sequence FROM events GROUP BY kb_pk, article_id) AS l ON l.kb_pk = "
+        "a.kb_pk AND l.article_id = a.article_id LEFT JOIN events AS e ON e.kb_pk = "
+        "l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at"],
+    # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
+    4: SESSIONS_SQL.split(";"),
+}

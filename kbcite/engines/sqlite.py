@@ -20,32 +20,12 @@ from ..errors import NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
 from .contract import Engine
-from .errors import busy_error, check_version, damaged_error, failed_error
+from .errors import busy_error, check_version, damaged_error, failed_error, read_only_error
 from .sql import SharedSQL
 from .sql.search import SEARCH_DOC_COLUMNS
-from .sqlite_schema import MIGRATIONS, SCHEMA_SQL
-
-# The tables every store has had since schema 1; a file made before APPLICATION_ID existed is
-# recognised by them (its application_id is 0).
-STORE_TABLES = frozenset({"knowledge_bases", "articles", "events", "idempotency"})
-
-# One contentless FTS5 table per knowledge base, holding published articles only, fed tokens:
-# 'ascii' splits them on the spaces between them and nothing else (every non-ASCII character
-# is a token character); no positions (detail=column: detail=none, smaller still, measured
-# slower for these AND queries, 1.84 against 1.57 ms a search at 100,000 articles);
-# columnsize=0 since ranking keeps its own lengths.
-FTS_SQL = ("CREATE VIRTUAL TABLE fts_{pk} USING fts5(title, body, content='', columnsize=0, "
-           "detail=column, tokenize='ascii')")
-# And one of titles alone, for the title-only queries: a title word's list of articles is a
-# few times shorter than its list in titles and bodies, which a column filter must walk whole
-# (at 100,000 articles the title-only query took 1.1 ms through the filter, 0.5 ms here).
-FTS_TITLE_SQL = ("CREATE VIRTUAL TABLE fts_title_{pk} USING fts5(title, content='', "
-                 "columnsize=0, detail=none, tokenize='ascii')")
-# Every save rewrites an article's index entries, and each write adds a segment that every
-# query must visit until merged. Merging at two segments a level (not four) and all at once at
-# four (not sixteen) keeps a busy index near one segment: searches measured twice as fast after
-# a day of saves, for a little more work per write.
-FTS_TUNING = (("automerge", 2), ("crisismerge", 4))
+from .sqlite_schema import (
+    FTS_SQL, FTS_TITLE_SQL, FTS_TUNING, MIGRATIONS, SCHEMA_SQL, STORE_TABLES,
+)
 
 # A writer waiting for the file's lock tries again this often, so that a cancellation reaches
 # it within this time.
@@ -97,14 +77,6 @@ def read_only_reason(path):
     return None
 
 
-def read_only_error(path, reason):
-    """The store_failed for a write to a store this process can only read: not retryable."""
-    return StoreFailed(
-        "the store %s cannot be written: %s. It is open for reading only; nothing was "
-        "written. Make it writable to change it (or work on a writable copy)." % (path, reason),
-        retryable=False, path=path)
-
-
 def fts_literal(term):
     """A term as an FTS5 string: searched for as text, never parsed as query syntax."""
     return '"%s"' % term.replace('"', '""')
@@ -141,6 +113,9 @@ class SQLiteEngine(SharedSQL, Engine):
             raise NotAStore("no knowledge-base store at %s (%s); create one with: kb init --db "
                             "%s KB" % (self.path, exc, self.path), path=self.path) from None
         self._conn.row_factory = sqlite3.Row
+        # An in-memory store copies itself to bytes and back where sqlite3 can (3.11 on).
+        if self.memory and hasattr(self._conn, "serialize"):
+            self.capabilities = frozenset({"image"})
         try:
             self._conn.execute("PRAGMA foreign_keys = ON")
             # Identify the file before anything could write to it: a file that is not ours is
@@ -495,8 +470,8 @@ class SQLiteEngine(SharedSQL, Engine):
         return dump(self._conn)
 
     def image(self):
-        """The whole database as bytes, where sqlite3 can serialize (Python 3.11 on); or None."""
-        return self._conn.serialize() if hasattr(self._conn, "serialize") else None
+        """The whole in-memory database as bytes (``image``: sqlite3 serializes from 3.11)."""
+        return self._conn.serialize()
 
     def load_image(self, data):
         """Replace this in-memory database by a copy of ``image()`` bytes."""

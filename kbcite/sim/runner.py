@@ -5,11 +5,11 @@ summed into the report's structure.
 
 import multiprocessing
 import os
-import sqlite3
 import sys
 import time
 from dataclasses import asdict
 
+from ..store import KBStore
 from .day import DayRun, start_of_day
 from .expectations import model_expectations, rounded
 from .model import CITATIONS_PER_ANSWER, SAVE_MIX, Start
@@ -21,14 +21,21 @@ PARTS = ("zipf", "uniform", "edits")
 CHECKED = ("zipf", "uniform")
 
 
+def can_image():
+    """Whether an in-memory store copies itself to bytes here (its engine's ``image``)."""
+    with KBStore(":memory:") as probe:
+        return "image" in probe.capabilities
+
+
 def prepare(seed, config, image=True):
     """One seed's plan, drawn once for its three runs, and its start-of-day database image.
 
-    The image (where sqlite3 can serialize, Python 3.11 on) spares each run the build of the
-    articles and their index; without it each run builds its own, with the same result.
+    The image (where the in-memory store has the ``image`` capability: sqlite3 serializes
+    from Python 3.11) spares each run the build of the articles and their index; without it
+    each run builds its own, with the same result.
     """
     plan = draw_plan(seed, config)
-    if not image or not hasattr(sqlite3.Connection, "serialize"):
+    if not image or not can_image():
         return Start(plan, None, None)
     return Start(plan, *start_of_day(plan))
 

@@ -81,6 +81,14 @@ class ArticleSQL:
             "SELECT a.article_id, a.title, a.published, a.updated_at, length(t.content) AS "
             "chars, a.source FROM %s WHERE a.kb_pk = ? ORDER BY a.pk" % ARTICLE_FROM, (kb_pk,))
 
+    def published_recent(self, kb_pk, offset, limit):
+        """A page of a knowledge base's published articles, the newest change first, without
+        their content: ``article_id, title, updated_at``."""
+        return self.rows(
+            "SELECT article_id, title, updated_at FROM articles WHERE kb_pk = ? AND "
+            "published = 1 ORDER BY version_us DESC, article_id DESC LIMIT ? OFFSET ?",
+            (kb_pk, limit, offset))
+
     def published_page(self, kb_pk, after, limit):
         """Up to ``limit`` published articles of a knowledge base whose IDs sort after
         ``after``, by ID, without their content: ``article_id, title, updated_at, bytes``."""

@@ -1,6 +1,6 @@
 """What the audit reads of every table, to check each invariant against the data."""
 
-from ...errors import StoreDamaged
+from ..errors import kb_damaged_error
 from .history import VERSION_COLUMNS
 from .knowledge_bases import KB_COLUMNS
 from .search import SEARCH_DOC_COLUMNS
@@ -56,7 +56,4 @@ class AuditSQL:
 
     def damaged(self, kb, what):
         """The store_damaged error for a knowledge base whose ``what`` is inconsistent."""
-        return StoreDamaged(
-            "the %s of knowledge base %r is damaged. A retry will not help; the store's operator "
-            "must run the audit (kb audit) and restore from a backup." % (what, kb["kb_id"]),
-            knowledge_base_id=kb["kb_id"], retryable=False)
+        return kb_damaged_error(kb["kb_id"], what)

@@ -92,6 +92,7 @@ class WebPages:
         self.renderer = Renderer()
         self.sessions = auth.WebSessions(mcp.auth, mcp.settings)
         self._not_found = self.renderer.page("not_found.html", person=None, csrf=None)
+        self._files = {}  # static/'s files, read once
 
     def not_found(self):
         """The 404 page, the same bytes for whatever is missing or not granted."""
@@ -116,6 +117,8 @@ class WebPages:
             (b"Content-Length", b"%d" % len(response.body))]
         if not any(name == b"Cache-Control" for name, _ in response.headers):
             headers.append((b"Cache-Control", b"no-store"))
+        if secure:  # served over TLS: browsers keep to https for this site from now on
+            headers.append((b"Strict-Transport-Security", b"max-age=31536000"))
         await send({"type": "http.response.start", "status": response.status,
                     "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
@@ -145,7 +148,8 @@ class WebPages:
             page = Page(self, req, params, query, form, person)
             await live.stream(self, page, receive, send)
             return None
-        return await self.mcp.threads.run(loop, self._view, req, route, params, query, form)
+        # At most the app's max_requests at once, pages and /mcp together (503 past it).
+        return await self.mcp._on_thread(self._view, req, route, params, query, form)
 
     def _person(self, req, route, form):
         """On a worker thread: who is signed in, and whether this request may go on."""
@@ -229,11 +233,13 @@ class WebPages:
         name = req.path[len("/static/"):]
         if req.method != "GET" or not name or "/" in name or name.startswith("."):
             return self.not_found()
-        path = os.path.join(STATIC, name)
-        if not os.path.isfile(path):
-            return self.not_found()
-        with open(path, "rb") as handle:
-            body = handle.read()
+        body = self._files.get(name)
+        if body is None:
+            path = os.path.join(STATIC, name)
+            if not os.path.isfile(path):
+                return self.not_found()
+            with open(path, "rb") as handle:
+                body = self._files[name] = handle.read()
         kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
         if kind.startswith("text/") or kind.endswith("javascript"):
             kind += "; charset=utf-8"

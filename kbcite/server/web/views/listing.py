@@ -27,15 +27,17 @@ def _page_number(page):
 def knowledge_base(page):
     """``/kb/{kb}``: its published articles, newest change first, a page at a time."""
     kb_id = page.params["kb"]
-    with page.reading() as store:
-        rows = [row for row in store.list_articles(kb_id) if row["published"]]
-    rows.sort(key=lambda row: (row["updated_at"], row["article_id"]), reverse=True)
     number = _page_number(page)
-    pages = max(1, (len(rows) + PAGE_SIZE - 1) // PAGE_SIZE)
-    number = min(number, pages)
-    shown = rows[(number - 1) * PAGE_SIZE:number * PAGE_SIZE]
-    return page.render("knowledge_base.html", kb=kb_id, articles=shown, number=number,
-                       pages=pages, total=len(rows))
+    with page.reading() as store:
+        rows, total = store.list_recent(kb_id, granted=page.person.grants,
+                                        offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+        pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+        if number > pages:  # past the end: the last page
+            number = pages
+            rows, total = store.list_recent(kb_id, granted=page.person.grants,
+                                            offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+    return page.render("knowledge_base.html", kb=kb_id, articles=rows, number=number,
+                       pages=pages, total=total)
 
 
 def search(page):
