@@ -22,7 +22,9 @@ import sys
 import tempfile
 import time
 
-import common
+# The package measured is the one on PYTHONPATH: a measurement's child process imports it
+# alone, before anything of this checkout (bench/common.py puts this checkout first).
+BENCH = os.path.dirname(os.path.abspath(__file__))
 
 SIZES = (6 * 1024, 24 * 1024, 256 * 1024, 1024 * 1024 - 64)
 FAMILIES = ("letters", "alternating", "scattered", "empties")
@@ -70,11 +72,11 @@ def measure_one(engine, address, family, size):
     return {"check_s": check_s, "conflict_s": conflict_s}
 
 
-def child(args):
+def child(args, common):
     """One measurement in a process with ``args.tree``'s package; None past the timeout."""
     argv = [sys.executable, os.path.abspath(__file__), "--one", args.engine_now, args.address,
             args.family, str(args.size)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([args.tree, str(common.ROOT / "bench")]))
+    env = dict(os.environ, PYTHONPATH=args.tree)
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout,
                               env=env, cwd=args.tree)
@@ -86,6 +88,13 @@ def child(args):
 
 
 def main():
+    if sys.argv[1:2] == ["--one"]:
+        engine, address, family, size = sys.argv[2:6]
+        print(json.dumps(measure_one(engine, address, family, int(size))))
+        return 0
+    sys.path.insert(0, BENCH)
+    import common
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", default=str(common.ROOT),
                         help="the checkout whose package is measured (default: this one)")
@@ -95,12 +104,7 @@ def main():
     parser.add_argument("--engines", default="sqlite,postgresql")
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
     parser.add_argument("--postgres", help="a PostgreSQL URL (default: a throwaway cluster)")
-    parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one:
-        engine, address, family, size = args.one
-        print(json.dumps(measure_one(engine, address, family, int(size))))
-        return 0
     engines = args.engines.split(",")
     url, cleanup = None, lambda: None
     if "postgresql" in engines:
@@ -120,7 +124,7 @@ def main():
                             name = "diff_%s_%d_%d" % (family, size, run)
                             args.engine_now, args.family, args.size = engine, family, size
                             args.address = common.store_address(engine, tmp, name, url)
-                            got = child(args)
+                            got = child(args, common)
                             common.drop_store(engine, args.address, url)
                             if got is None:
                                 checks.append(float("inf"))

@@ -3,6 +3,7 @@ never finish a request stay open.
 
     python bench/slowloris.py                      # 1,000 attackers for 40 s, the defaults
     python bench/slowloris.py --attackers 64 --server-args="--max-connections 64"
+    python bench/slowloris.py --attackers 2100 --kinds idle --min-ok 0.95   # past the cap
 
 A fresh store and one ``kb-server --http`` (this checkout's, or ``--tree`` another's, with
 ``--server-args``). The attackers connect in batches and keep ``--attackers`` sockets open for
@@ -10,11 +11,14 @@ the whole run: a third idle (nothing sent), a third sending a request head a byt
 that never ends, a third sending a body a byte a second that never ends; each one the server
 closes is opened again at once. Meanwhile a client opens a fresh connection every 0.25 s and
 calls ``tools/list`` (2026-07-28) with a budget of 5 s, as it would with nobody attacking;
-its latencies without the attackers are measured first.
+its latencies without the attackers are measured first. All come from one address, the
+client's too: one address's share of connections (h11_guard's ``ADDRESS_SHARE``) holds the
+attackers, not the client, whose authenticated requests are served first.
 
 Prints, each 5 s and at the end, how many attacker sockets are open and how many the server
-has closed, and the client's answers (200s, anything else, p50 and p99); exits 1 unless every
-request of the client was answered 200 within its budget and its p99 stayed under 1 s.
+has closed, and the client's answers (200s, anything else, p50 and p99); exits 1 unless
+``--min-ok`` of the client's requests (all, by default) were answered 200 within its budget
+and its p99 stayed under 1 s.
 """
 
 import argparse
@@ -57,8 +61,8 @@ def start_server(tree, db, extra):
 class Attackers:
     """``count`` sockets that never finish a request, reopened as the server closes them."""
 
-    def __init__(self, port, token, count):
-        self.port, self.token, self.count = port, token, count
+    def __init__(self, port, token, count, kinds=("idle", "head", "body")):
+        self.port, self.token, self.count, self.kinds = port, token, count, tuple(kinds)
         self.selector = selectors.DefaultSelector()
         self.socks = {}  # socket -> kind
         self.closed = 0
@@ -66,7 +70,7 @@ class Attackers:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _open(self, i):
-        kind = ("idle", "head", "body")[i % 3]
+        kind = self.kinds[i % len(self.kinds)]
         try:
             sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
         except OSError:
@@ -161,6 +165,12 @@ def main(argv=None):
     parser.add_argument("--tree", default=str(common.ROOT),
                         help="the checkout whose kb-server to attack (default this one)")
     parser.add_argument("--server-args", default="", help="more kb-server arguments")
+    parser.add_argument("--kinds", default="idle,head,body",
+                        help="the attackers' kinds, in turn: idle (nothing sent), head (a head "
+                             "a byte a second), body (a body a byte a second)")
+    parser.add_argument("--min-ok", type=float, default=1.0,
+                        help="the share of the client's requests that must be answered 200 "
+                             "(default all)")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = args.attackers + 256
@@ -175,7 +185,7 @@ def main(argv=None):
     try:
         quiet = [legit(port, token) for _ in range(40)]
         print("without attackers: %s" % json.dumps(figures(quiet)))
-        attackers = Attackers(port, token, args.attackers)
+        attackers = Attackers(port, token, args.attackers, args.kinds.split(","))
         attackers.thread.start()
         answers = []
         started = time.monotonic()
@@ -194,10 +204,13 @@ def main(argv=None):
         result.update(attackers=args.attackers, attacker_sockets_closed=attackers.closed,
                       seconds=args.seconds)
         print("under attack: %s" % json.dumps(result))
-        ok = (set(result["answers"]) == {"200"} and result["p99_ms"] is not None
+        share = result["answers"].get("200", 0) / max(1, len(answers))
+        result["share_200"] = round(share, 3)
+        ok = (share >= args.min_ok and result["p99_ms"] is not None
               and result["p99_ms"] <= P99_LIMIT_S * 1000)
-        print("PASS: every request answered 200, p99 %s ms" % result["p99_ms"] if ok else
-              "FAIL: the client was not served normally")
+        print("PASS: %.1f%% of the requests answered 200, p99 %s ms" % (share * 100,
+                                                                       result["p99_ms"])
+              if ok else "FAIL: the client was not served normally")
         return 0 if ok else 1
     finally:
         server.terminate()

@@ -19,9 +19,10 @@ from .limits import CHANGES_MAX_CHARS
 
 PARAGRAPH_BREAK = "\n\n"
 
-# Steps (a diagonal tried or a paragraph matched) one comparison may take: about 50 ms of
-# Python; enough for thousands of scattered edits, bounded for content built to be slow.
-DIFF_MAX_STEPS = 100000
+# Steps (a diagonal tried, a paragraph or a stride of them compared) one call may take: about
+# 0.1 s of Python on an idle machine, a few times that on a loaded one; enough for a change
+# of a hundred scattered edits to come out exact, bounded for content built to be slow.
+DIFF_MAX_STEPS = 40000
 # Items a step compares at once along a run of equal paragraphs: a slice comparison in C, so a
 # long unchanged stretch costs steps by the stride, not by the paragraph.
 SNAKE_STRIDE = 64
@@ -90,17 +91,18 @@ def _myers(a, b, budget):
 
 def _snake(a, b, x, y, budget):
     """How far the run of equal items from ``a[x]``, ``b[y]`` goes; charged to ``budget``
-    one step a comparison of up to ``SNAKE_STRIDE`` items (made in C)."""
-    start = x
-    while (x + SNAKE_STRIDE <= len(a) and y + SNAKE_STRIDE <= len(b)
+    one step a comparison: of one item, or of ``SNAKE_STRIDE`` at once (a slice, in C)."""
+    n, m, steps = len(a), len(b), 1
+    while (x + SNAKE_STRIDE <= n and y + SNAKE_STRIDE <= m
            and a[x:x + SNAKE_STRIDE] == b[y:y + SNAKE_STRIDE]):
-        budget.steps -= 1
+        steps += 1
         x += SNAKE_STRIDE
         y += SNAKE_STRIDE
-    while x < len(a) and y < len(b) and a[x] == b[y]:
+    while x < n and y < m and a[x] == b[y]:
+        steps += 1
         x += 1
         y += 1
-    budget.steps -= 1 + min(x - start, SNAKE_STRIDE)
+    budget.steps -= steps
     return x
 
 

@@ -174,3 +174,11 @@ def test_search_quality_refuses_an_unknown_collection():
                            "--collections", "trec"], capture_output=True, timeout=60,
                           cwd=str(ROOT))
     assert done.returncode == 2 and b"--collections" in done.stderr and done.stdout == b""
+
+
+def test_the_worst_case_diff_benchmark_runs_and_stays_under_its_bound():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "diff_worst.py"), "--engines",
+                           "sqlite", "--sizes", "6144", "--runs", "1"], capture_output=True,
+                          text=True, timeout=300, cwd=str(ROOT))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| sqlite | letters | 6,144 |" in done.stdout and "largest call:" in done.stdout

@@ -292,6 +292,33 @@ def test_completions_offer_granted_knowledge_bases_and_article_ids(start, db):
 # -- subscriptions -------------------------------------------------------------------------------
 
 
+
+@pytest.mark.parametrize("bad", ["x\ud800", "\udfff", "a\x00b"])
+def test_a_completion_value_the_tools_refuse_is_invalid_params(start, db, bad):
+    """server/utilities/completion.mdx: invalid arguments are -32602 (or an empty
+    completion), as the tools refuse the string; never -32603 with a traceback."""
+    client = start(db.path)
+    client.initialize()
+    asked = [("knowledge_base_id", bad, None, TEMPLATE_CURRENT),
+             ("article_id", bad, {"knowledge_base_id": "support"}, TEMPLATE_CURRENT),
+             ("article_id", "art", {"knowledge_base_id": bad}, TEMPLATE_CURRENT),
+             ("updated_at", "", {"knowledge_base_id": "support", "article_id": bad},
+              TEMPLATE_VERSION)]
+    codes = []
+    for name, value, context, template in asked:
+        answer = complete(client, name, value, context, template)
+        if "result" in answer:  # an empty completion is allowed too
+            assert answer["result"]["completion"]["values"] == [], (name, answer)
+        else:
+            codes.append(answer["error"]["code"])
+    assert codes.count(-32602) >= 3 and set(codes) == {-32602}
+    # The same server still completes good values, and logged no fault.
+    good = complete(client, "knowledge_base_id", "sup")["result"]["completion"]
+    assert good["values"] == ["support"]
+    client.close()
+    assert "Traceback" not in client.stderr() and "internal" not in client.stderr().lower()
+
+
 def test_a_subscription_hears_of_another_clients_edit_within_a_second(start, db):
     """resources.mdx "Subscriptions"; only what the caller may read ever notifies."""
     with kbcite.KBStore(str(db.path)) as store:

@@ -37,6 +37,7 @@ from .protocol import (LEGACY_VERSIONS, META_VERSION, SERVER_NAME, SUBSCRIPTIONS
                        Listen, Principal, Protocol, answer)
 from .session import Call, Cancelled
 from .subscriptions import Hub, Subscriber, TooMany
+from .throttle import Throttle
 from . import web
 
 MCP_PATH = "/mcp"
@@ -54,6 +55,10 @@ SMALL_BODY = 64 * 1024
 # Requests in progress at once per process, each on a thread (a question waiting for its
 # person holds one, but no store connection); one more is 503 at once.
 MAX_REQUESTS = 128
+
+# Set in a request's scope once its bearer token is valid: the guarded protocol lets such a
+# connection out of its address's share (kbcite.server.h11_guard).
+AUTHENTICATED = "kbcite.authenticated"
 
 # Token checks have connections of their own: a request is authenticated even while every tool
 # connection is busy.
@@ -162,31 +167,6 @@ class Reply:
         # False for a refused preflight: the browser must not read it as allowed.
         self.cors = cors
 
-
-class Throttle:
-    """At most ``burst`` log lines of one kind every ``window`` seconds; the rest are counted
-    and said in one line, so a flood of refusals cannot fill the log."""
-
-    def __init__(self, logger, burst=10, window=10.0):
-        self.logger = logger
-        self.burst = burst
-        self.window = window
-        self._kinds = {}
-        self._lock = threading.Lock()
-
-    def info(self, kind, message, *args):
-        """Log ``message % args`` at INFO, unless ``kind`` has had its burst this window."""
-        now = time.monotonic()
-        with self._lock:
-            start, shown, dropped = self._kinds.get(kind, (now, 0, 0))
-            if now - start >= self.window:
-                if dropped:
-                    self.logger.info("... and %d more like it in %g s", dropped, now - start)
-                start, shown, dropped = now, 0, 0
-            emit = shown < self.burst
-            self._kinds[kind] = (start, shown + emit, dropped + (not emit))
-        if emit:
-            self.logger.info(message, *args)
 
 quiet = Throttle(log)
 
@@ -717,6 +697,8 @@ class McpApp:
                                        "revoked)"),
                           [(b"WWW-Authenticate",
                             (challenge + ', error="invalid_token"').encode("latin-1"))])
+        # The connection may now use the slots kept for authenticated clients (h11_guard).
+        req.scope[AUTHENTICATED] = True
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
     def metadata_url(self, req):

@@ -21,6 +21,7 @@ from ..store import KBStore
 from .jsonrpc import id_key, is_request_id
 from .pool import Connections
 from .session import Session
+from .throttle import Throttle
 
 # A session ends after this long without a request (2025-11-25 transports.mdx, "Session
 # Management" 3: the server may end one at any time; the client's next request hears 404 and
@@ -47,6 +48,7 @@ LONG_CALL_S = 1.0
 WRITE_CONNECTIONS = 2
 
 log = logging.getLogger(__name__)
+quiet = Throttle(log)
 
 
 class HttpSessions:
@@ -83,8 +85,9 @@ class HttpSessions:
                 session.id, session.principal.name, session.protocol_version,
                 session.client_capabilities, idle_s=self.timeout_s, per_token=self.per_token)
         for old in evicted:
-            log.info("session %s ended: token %s opened more than %d sessions", old,
-                     session.principal.name, self.per_token)
+            quiet.info("evicted %s" % session.principal.name,
+                       "session %s ended: token %s opened more than %d sessions", old,
+                       session.principal.name, self.per_token)
             self._end_here(old)
         if expired:
             log.info("%d session(s) ended after %g s without a request", expired, self.timeout_s)

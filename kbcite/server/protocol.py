@@ -20,6 +20,7 @@ from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NO
                       UNSUPPORTED_VERSION, RpcError, error_response, result_response,
                       tool_error, tool_result)
 from .session import Call, Cancelled, Session
+from .throttle import Throttle
 
 SERVER_NAME = "kb-server"
 SERVER_VERSION = __version__
@@ -69,6 +70,7 @@ INSTRUCTIONS = (
 )
 
 log = logging.getLogger(__name__)
+quiet = Throttle(log)
 
 
 @dataclass(frozen=True)
@@ -250,11 +252,13 @@ class Protocol:
         session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         session.protocol_version = version
         client = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
-        log.info("session %s: client %s %s, protocol %s (asked %s), form elicitation %s, "
-                 "caller %s, writes %s", session.id or "stdio", client.get("name", "?"),
-                 client.get("version", "?"), version, requested,
-                 "yes" if client_supports_form_elicitation(session.client_capabilities) else "no",
-                 session.principal.name, session.principal.writes)
+        # Throttled per token, as refusals are: a flood of initialize writes a few lines.
+        quiet.info("session %s" % session.principal.name,
+                   "session %s: client %s %s, protocol %s (asked %s), form elicitation %s, "
+                   "caller %s, writes %s", session.id or "stdio", client.get("name", "?"),
+                   client.get("version", "?"), version, requested,
+                   "yes" if client_supports_form_elicitation(session.client_capabilities)
+                   else "no", session.principal.name, session.principal.writes)
         return {"protocolVersion": version, "capabilities": self.capabilities(version),
                 "serverInfo": self.server_info, "instructions": INSTRUCTIONS}
 

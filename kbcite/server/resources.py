@@ -18,6 +18,7 @@ import re
 from urllib.parse import quote, unquote
 
 from ..errors import InvalidArgument, ToolError
+from ..limits import ID_MAX, MAX_ARTICLES_PER_KB, VERSION_MAX
 from ..tools import citation
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RpcError
 
@@ -32,8 +33,13 @@ META_CITATION = "kbcite/citation"
 META_TITLE = "kbcite/title"
 META_CURRENT = "kbcite/current"
 
-# The longest URI looked at: an ID is at most 255 characters, each at most 12 once encoded.
-URI_MAX = 8192
+# The longest URI a real article has, and so the longest looked at or subscribed to: a
+# knowledge-base ID of ID_MAX characters, each at most 12 once percent-encoded (4 UTF-8
+# bytes), an article ID (art-NNNNNN: MAX_ARTICLES_PER_KB has six digits) and a version of
+# VERSION_MAX characters, each at most 3 encoded. 3,278 characters.
+ARTICLE_ID_LENGTH = len("art-%06d" % MAX_ARTICLES_PER_KB)
+URI_MAX = (len("kb://") + ID_MAX * 12 + len("/articles/") + ARTICLE_ID_LENGTH + len("@")
+           + VERSION_MAX * 3)
 
 # Entries of one resources/list page. TypeScript's v2 client walks at most 64 pages at once:
 # 64 x 500 articles a token can see fit one walk.

@@ -18,7 +18,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from .asgi import MCP_PATH, McpApp
-from .h11_guard import GuardedH11Protocol
+from .h11_guard import ADDRESS_SHARE, GuardedH11Protocol
 from .protocol import SERVER_NAME, SERVER_VERSION
 
 try:
@@ -140,7 +140,12 @@ def serve(settings, guard, host, port, workers=1, ssl_certfile=None, ssl_keyfile
     """Listen, announce the serving line, and serve until SIGINT or SIGTERM; OSError when
     ``host:port`` cannot be listened on. Returns the exit code."""
     sock = listen(host, port)
-    guard = dataclasses.replace(guard, max_connections=fit_descriptors(guard.max_connections))
+    # Room for the cap and the reserve above it (h11_guard's Guard.ceiling); where the
+    # descriptors hold fewer, the cap shrinks to leave the reserve its share.
+    fit = fit_descriptors(guard.ceiling)
+    if fit < guard.ceiling:
+        guard = dataclasses.replace(guard, max_connections=max(
+            1, fit * ADDRESS_SHARE // (ADDRESS_SHARE + 1)))
     made = config(settings, guard, workers, ssl_certfile, ssl_keyfile)
     announce(serving_line(host, sock.getsockname()[1], ssl_certfile is not None))
     if workers == 1:

@@ -36,8 +36,12 @@ LISTEN_POLL_S = 1.0
 # after this long.
 LISTEN_RETRY_S = 30.0
 
-# How often it looks for revoked tokens and ended sessions among its subscribers.
+# How often it looks for ended sessions among its subscribers.
 LIVENESS_S = 5.0
+
+# How often, at most, it looks for revoked tokens (one read of the tokens): before every look
+# at the log, so a revoked token's streams hear nothing more and end within this and a look.
+REVOCATION_S = 0.2
 
 # Events read from one knowledge base's log at a time while catching up.
 EVENTS_PAGE = 100
@@ -45,10 +49,24 @@ EVENTS_PAGE = 100
 # Subscribers (streams) one token holds in one process at once: each holds a connection open.
 STREAMS_PER_TOKEN = 16
 
+# What the subscribers of one token, and all of a process's, may hold in subscribed URIs: a
+# URI counts twice its UTF-8 length (the URI and its decoded parts) plus URI_OVERHEAD (its
+# entry, its tuple). 16 streams of 1,000 real URIs (about 40 characters) hold under 6 MiB;
+# URIs built long (up to resources.URI_MAX) reach the token's budget first, so one token
+# makes a process hold at most 8 MiB of them, and all tokens together 64 MiB.
+URI_OVERHEAD = 256
+SUBSCRIPTION_BYTES_PER_TOKEN = 8 * 1024 * 1024
+SUBSCRIPTION_BYTES_PER_PROCESS = 64 * 1024 * 1024
+
 # The events that change what a list shows: an article appears, goes, or is gone for good.
 LIST_EVENTS = ("article.published", "article.unpublished", "article.deleted")
 
 log = logging.getLogger(__name__)
+
+
+def _weight(uri):
+    """What one subscribed URI counts against the budgets."""
+    return 2 * len(uri.encode("utf-8", "surrogatepass")) + URI_OVERHEAD
 
 
 class TooMany(Exception):
@@ -77,6 +95,7 @@ class Subscriber:
         # Called once when the subscriber is closed (a stream's task wakes up to end).
         self.on_close = None
         self._uris = {}  # URI as the client spelled it -> (kb, article, version) or None
+        self.bytes = 0  # what its URIs count against the budgets (URI_OVERHEAD)
         self._lock = threading.Lock()
 
     def add(self, uri):
@@ -85,12 +104,15 @@ class Subscriber:
             if uri not in self._uris and len(self._uris) >= self.limit:
                 raise TooMany("at most %d subscribed URIs a client; unsubscribe some first"
                               % self.limit)
+            if uri not in self._uris:
+                self.bytes += _weight(uri)
             self._uris[uri] = resources.parse_uri(uri)
 
     def remove(self, uri):
         """Forget a URI (one never subscribed to is fine)."""
         with self._lock:
-            self._uris.pop(uri, None)
+            if self._uris.pop(uri, False) is not False:
+                self.bytes -= _weight(uri)
 
     def uris(self, store):
         """``{URI: parsed}`` subscribed to now; None when the subscriber's session is gone."""
@@ -111,10 +133,12 @@ class Subscriber:
         return message
 
     def close(self):
-        """Nothing more is delivered; ``on_close`` is told, once."""
+        """Nothing more is delivered, its URIs are let go; ``on_close`` is told, once."""
         if self.closed.is_set():
             return
         self.closed.set()
+        with self._lock:
+            self._uris, self.bytes = {}, 0
         if self.on_close is not None:
             try:
                 self.on_close()
@@ -144,10 +168,14 @@ def changes(events, uris, list_changed):
 class Hub:
     """This process's subscribers and the one watcher thread that reads the log for them."""
 
-    def __init__(self, address, interval=WATCH_INTERVAL_S, streams_per_token=STREAMS_PER_TOKEN):
+    def __init__(self, address, interval=WATCH_INTERVAL_S, streams_per_token=STREAMS_PER_TOKEN,
+                 bytes_per_token=SUBSCRIPTION_BYTES_PER_TOKEN,
+                 bytes_per_process=SUBSCRIPTION_BYTES_PER_PROCESS):
         self.address = address
         self.interval = interval
         self.streams_per_token = streams_per_token
+        self.bytes_per_token = bytes_per_token
+        self.bytes_per_process = bytes_per_process
         self._subscribers = []
         self._lock = threading.Lock()
         self._thread = None
@@ -162,12 +190,23 @@ class Hub:
         Returns once the watcher knows the heads, so no change after this is missed."""
         with self._lock:
             if subscriber.token:
-                held = sum(1 for s in self._subscribers
-                           if s.token and s.principal.name == subscriber.principal.name)
-                if held >= self.streams_per_token:
+                mine = [s for s in self._subscribers
+                        if s.token and s.principal.name == subscriber.principal.name]
+                if len(mine) >= self.streams_per_token:
                     raise TooMany("token %s holds %d notification streams in this server "
                                   "process, its bound; close one first"
-                                  % (subscriber.principal.name, held))
+                                  % (subscriber.principal.name, len(mine)))
+                held = sum(s.bytes for s in mine)
+                if held + subscriber.bytes > self.bytes_per_token:
+                    raise TooMany("the streams of token %s would hold %d bytes of subscribed "
+                                  "URIs in this server process, over its %d; subscribe to "
+                                  "fewer (or shorter) URIs" % (
+                                      subscriber.principal.name, held + subscriber.bytes,
+                                      self.bytes_per_token))
+            held = sum(s.bytes for s in self._subscribers)
+            if held + subscriber.bytes > self.bytes_per_process:
+                raise TooMany("this server process holds %d bytes of subscribed URIs, near its "
+                              "%d; retry later" % (held, self.bytes_per_process))
             self._subscribers.append(subscriber)
             if self._thread is None and not self._stop.is_set():
                 self._thread = threading.Thread(target=self._watch, daemon=True,
@@ -213,6 +252,8 @@ class Hub:
                         self._heads = heads
                         self._ready.set()
                     else:
+                        # Revocations first: no event reaches a token revoked before it.
+                        self._end_revoked(store)
                         self._catch_up(store, heads)
                     if since_liveness >= LIVENESS_S:
                         since_liveness = 0.0
@@ -231,7 +272,8 @@ class Hub:
                 if waiter is not None:
                     started = time.monotonic()
                     try:
-                        waiter.wait(LISTEN_POLL_S)
+                        # A revocation sends no NOTIFY: with token streams open, look often.
+                        waiter.wait(REVOCATION_S if self._token_streams() else LISTEN_POLL_S)
                     except ToolError as exc:
                         log.info("%s; polling every %g s", exc.message, self.interval)
                         waiter.close()
@@ -294,16 +336,25 @@ class Hub:
                     self.remove(subscriber)
                     break
 
-    def _check_liveness(self, store):
-        """End the subscribers of revoked tokens and of sessions that ended."""
-        subscribers = self.subscribers()
-        if not subscribers:
+    def _token_streams(self):
+        """Whether a token's subscriber is open here."""
+        return any(s.token for s in self.subscribers())
+
+    def _end_revoked(self, store):
+        """End the subscribers of revoked tokens."""
+        if not self._token_streams():
             return
         revoked = {t["name"] for t in store.tokens.list() if t.get("revoked_at")}
-        for subscriber in subscribers:
+        for subscriber in self.subscribers():
             if subscriber.token and subscriber.principal.name in revoked:
                 log.info("token %s was revoked; its notification stream ends",
                          subscriber.principal.name)
                 self.remove(subscriber)
-            elif subscriber.source is not None and subscriber.uris(store) is None:
+
+    def _check_liveness(self, store):
+        """End the subscribers of sessions that ended (and of revoked tokens)."""
+        self._end_revoked(store)
+        for subscriber in self.subscribers():
+            if subscriber.source is not None and subscriber.uris(store) is None:
                 self.remove(subscriber)
+
