@@ -86,7 +86,7 @@ def transaction(db):
 
 
 def write(ctx, kb, row, *, content, title, published, action, actor=None, summary=None,
-          text_pk=None):
+          text_pk=None, approver=None):
     """Save new text and visibility for one article in the caller's write transaction;
     version, index, event and history follow. ``text_pk`` names a stored text that already
     holds ``content`` (a revert's). Returns ``(updated_at, event or None)``."""
@@ -113,7 +113,7 @@ def write(ctx, kb, row, *, content, title, published, action, actor=None, summar
     history.record(db, kb, row["pk"], version_us, updated_at, action=action,
                    published=published, title=title, text_pk=text_pk,
                    size=len(content.encode("utf-8")), event=event, actor=actor,
-                   summary=summary)
+                   summary=summary, approver=approver)
     return updated_at, event
 
 
@@ -144,7 +144,7 @@ def insert(ctx, kb, items, published, *, action="create", actor=None):
         "sequence": event["sequence"] if event else None,
         "event": event["type"] if event else None, "published": int(published),
         "title": row[1], "text_pk": row[2], "bytes": len(item[1].encode("utf-8")),
-        "actor": actor, "summary": None}
+        "actor": actor, "summary": None, "approver": None}
         for pk, row, item, event in zip(pks, rows, items, appended)])
     return [row[0] for row in rows]
 

@@ -62,9 +62,7 @@ def place_problem(directory, path):
     """Why the file ``path`` (relative, ``/``-separated) cannot be written in ``directory``,
     or None: its folder, resolved through every link, must lie inside ``directory``, be a
     folder (or be creatable) and be writable; the file itself must not be a folder."""
-    # Absolute, so that a relative folder still to be made (exported/) climbs to the working
-    # folder, not to "".
-    directory = os.path.abspath(directory)
+    directory = os.path.abspath(directory)  # "out/" or "." climb to "/", never to ""
     full = os.path.join(directory, *path.split("/"))
     ancestor = os.path.dirname(full)
     while not os.path.lexists(ancestor) and ancestor != os.path.dirname(ancestor):

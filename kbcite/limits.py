@@ -7,7 +7,7 @@ snippet windows) lives beside the code it tunes, in ``kbcite.search``.
 from datetime import timedelta
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Written into every store this package creates ("KBC1": the SQLite header's application_id,
 # a PostgreSQL store's meta row), so that another application's database is told apart even
@@ -78,6 +78,11 @@ EVENT_UNPUBLISHED = "article.unpublished"
 
 # A published article deleted for good: its citations come back gone, and stay gone.
 EVENT_DELETED = "article.deleted"
+
+# A proposal's life (writes mode review): made, then approved (the event's updated_at is the
+# version it produced), rejected (with the reviewer's reason) or expired, undecided.
+PROPOSAL_EVENTS = ("proposal.created", "proposal.approved", "proposal.rejected",
+                   "proposal.expired")
 
 # -- versions kept (the history) ------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 
 from . import (
     access, articles, audit, backup, catalog, citations, edits, events, exporter, history,
-    importer, reads, sessions, tokens,
+    importer, proposals, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -165,6 +165,15 @@ class KBStore:
         with self._tool_errors("edit_knowledge_article"):
             args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
             return edits.preview(self._ctx, args, granted)
+
+    def propose_edit(self, arguments, *, granted, actor=None):
+        """An edit kept as a proposal for a person (writes mode review), checked as the edit
+        would be; returns the tool's result, ``status: "proposed"`` (``kbcite.proposals``)."""
+        granted = granted_set(granted)
+        history.check_actor(actor, None)
+        with self._tool_errors("edit_knowledge_article"):
+            args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
+            return proposals.propose(self._ctx, args, granted, actor)
 
     @contextlib.contextmanager
     def _tool_errors(self, name):
@@ -376,6 +385,36 @@ class KBStore:
         (``kbcite.importer.sync_articles``)."""
         return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
                                       dry_run=dry_run, yes=yes, progress=progress)
+
+    # -- proposals (writes mode review) ------------------------------------------------------------
+
+    def list_proposals(self, kb_id, *, states=("pending",),
+                       expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """A knowledge base's proposals in ``states``, oldest first: who, when, which article,
+        the size of the change, stale or not (overdue ones expire first)."""
+        return proposals.listing(self._ctx, kb_id, states, expire_days)
+
+    def show_proposal(self, kb_id, proposal_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """One proposal with its text, its base's and the current article's."""
+        return proposals.show(self._ctx, kb_id, proposal_id, expire_days)
+
+    def approve_proposal(self, kb_id, proposal_id, *, approver, rebase=False,
+                         expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Write a pending proposal as one new version (compare-and-swap against its base, or
+        re-applied with ``rebase``); the version's actor is the agent, its approver the
+        person."""
+        return proposals.approve(self._ctx, kb_id, proposal_id, approver, rebase=rebase,
+                                 expire_days=expire_days)
+
+    def reject_proposal(self, kb_id, proposal_id, *, approver, reason,
+                        expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Reject a pending proposal with a reason; the agent hears of it in the log."""
+        return proposals.reject(self._ctx, kb_id, proposal_id, approver, reason,
+                                expire_days=expire_days)
+
+    def expire_proposals(self, kb_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Expire the pending proposals older than ``expire_days`` days; returns how many."""
+        return proposals.expire(self._ctx, kb_id, expire_days)
 
     # -- bearer tokens (the HTTP server's clients; ``self.tokens`` has the server's calls too) --
 

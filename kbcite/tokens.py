@@ -2,8 +2,9 @@
 
 A token is ``kbt_`` and 32 random bytes; the store keeps only its SHA-256, with the
 knowledge bases it grants and its write mode (``ask``: a person approves each edit;
-``allow``; ``deny``). Revoking one takes effect at its next request, and ends its sessions.
-The store hands them out as ``store.tokens``, a ``Tokens``.
+``allow``; ``deny``; ``review``: each edit is kept as a proposal for ``kb review``).
+Revoking one takes effect at its next request, and ends its sessions. The store hands them
+out as ``store.tokens``, a ``Tokens``.
 """
 
 import base64
@@ -16,8 +17,9 @@ from .errors import InvalidArgument, NotFound
 from .validation import check_people_string, shown
 from .versions import format_version
 
-# How a token lets its holder's edits through: a person approves each, all go, or none do.
-WRITE_MODES = ("ask", "allow", "deny")
+# How a token lets its holder's edits through: a person approves each as it is made (ask), all
+# go (allow), none do (deny), or each waits as a proposal for a person to review (review).
+WRITE_MODES = ("ask", "allow", "deny", "review")
 
 # Tokens are 32 random bytes (RFC 6750 bearer tokens need no more), prefixed so that one
 # found in a log or a repository is recognisable, and stored only as a SHA-256.

@@ -855,3 +855,19 @@ def test_ctrl_c_during_an_import_says_nothing_was_written(db, docs, monkeypatch,
     assert main(["--db", str(db), "import", KB, str(docs)]) == 130
     assert "interrupted: nothing was written" in capsys.readouterr().err
     assert dump(db) == before
+
+
+def test_search_hits_name_the_file_they_came_from(db, tmp_path):
+    """Two pages of one title in different folders, told apart by ``--fields source``."""
+    write(tmp_path / "notes" / "linux", "route.md", "# route\n\nShow the IP routing table.\n")
+    write(tmp_path / "notes" / "windows", "route.md", "# route\n\nPrint the route table.\n")
+    out(db, "import", KB, str(tmp_path / "notes"))
+    out(db, "add", KB, "--title", "route planner", "--content", "Plans a route.")
+    rows = out(db, "search", KB, "route", "--format", "tsv",
+               "--fields", "source,title").splitlines()
+    assert rows[0] == "source\ttitle"
+    # The one made by hand has no source.
+    assert sorted(rows[1:]) == ["\troute planner", "linux/route.md\troute",
+                                "windows/route.md\troute"]
+    hits = as_json(db, "search", KB, "route")["results"]
+    assert sorted(h["source"] or "" for h in hits) == ["", "linux/route.md", "windows/route.md"]

@@ -78,6 +78,17 @@ def test_exported_files_get_the_umask_mode_or_keep_the_mode_they_had(tmp_path, c
     assert files_below(out) == ["one.md", "two.md"]
 
 
+def test_an_export_into_a_folder_still_to_be_made_is_made(tmp_path, clock, monkeypatch):
+    monkeypatch.chdir(str(tmp_path))
+    with KBStore(":memory:", clock=clock, create=True) as store:
+        store.create_knowledge_base(KB)
+        store.create_article(KB, "Two", "Second.", source="deep/two.md")
+        for target in ("exported/", "more/nested"):
+            result = store.export_directory(KB, target)
+            assert result["counts"]["write"] == 1
+            assert (tmp_path / target / "deep" / "two.md").is_file()
+
+
 def exporting(tmp_path, clock, target):
     """The refusal of exporting two articles to ``target``, with what it left on disk."""
     with KBStore(":memory:", clock=clock, create=True) as store:

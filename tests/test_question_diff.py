@@ -12,6 +12,14 @@ from kbcite.server.approval import question_text
 from support.commands import ROOT
 from support.stdio_client import EDIT
 
+try:  # imported before any test captures stderr: the SDK keeps sys.stderr for its servers
+    import anyio
+    import mcp
+    import mcp.types as types
+    from mcp import Client, StdioServerParameters
+except ImportError:  # Python 3.9 has no SDK
+    mcp = None
+
 # About 5 KB of a page, line by line, none of them the line appended.
 PAGE = "\n".join("- Step %d: run `tool --option-%d` and read what it prints." % (n, n)
                  for n in range(90))
@@ -95,11 +103,8 @@ def page_store(tmp_path, engine, request):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_the_sdk_is_asked_with_the_appended_line_in_the_question(page_store, mode):
-    pytest.importorskip("mcp", reason="the official MCP SDK (pip install mcp, Python >= 3.10) "
-                                      "is not installed")
-    import anyio
-    import mcp.types as types
-    from mcp import Client, StdioServerParameters
+    if mcp is None:
+        pytest.skip("the official MCP SDK (pip install mcp, Python >= 3.10) is not installed")
 
     address, article = page_store
     asked = []

@@ -179,6 +179,7 @@ SEARCH_COLUMNS = [
     ("article_id", "ARTICLE", lambda h: h["article_id"]),
     ("updated_at", "VERSION", lambda h: h["updated_at"]),
     ("title", "TITLE", lambda h: h["title"]),
+    ("source", "SOURCE", lambda h: h["source"] or ""),
     ("snippet", "SNIPPET", lambda h: one_line(h["snippet"], 100)),
     ("citation", "CITATION", lambda h: json.dumps(h["citation"], ensure_ascii=False)),
 ]
@@ -234,12 +235,22 @@ def cmd_edit(store, args, out):
         file=out)
 
 
+def who(event):
+    """Who made an event's change: its actor, the person who approved it, the proposal."""
+    text = event["actor"] or "-"
+    if event.get("approver"):
+        text += " (approved by %s)" % event["approver"]
+    if event.get("proposal_id") is not None:
+        text += " (proposal %d)" % event["proposal_id"]
+    return text
+
+
 EVENT_COLUMNS = [
     ("sequence", "SEQ", lambda e: e["sequence"]),
     ("type", "TYPE", lambda e: e["type"]),
     ("article_id", "ARTICLE", lambda e: e["article_id"]),
     ("updated_at", "VERSION", lambda e: e["updated_at"]),
-    ("actor", "ACTOR", lambda e: e["actor"] or "-"),
+    ("actor", "ACTOR", who),
 ]
 
 
@@ -258,7 +269,7 @@ def cmd_events(store, args, out):
                 print(line % ("SEQ", "TYPE", "ARTICLE", "VERSION", "ACTOR"), file=out)
             for event in page["events"]:
                 print(line % (event["sequence"], event["type"], event["article_id"],
-                              event["updated_at"], event["actor"] or "-"), file=out)
+                              event["updated_at"], who(event)), file=out)
         else:
             events += page["events"]
         after = page["next_after_sequence"]

@@ -11,7 +11,8 @@ from .output import emit, print_json, table
 HISTORY_COLUMNS = [
     ("updated_at", "VERSION", lambda r: r["updated_at"] + (" *" if r["current"] else "")),
     ("action", "ACTION", lambda r: r["action"] + ("" if r["published"] else " (draft)")),
-    ("actor", "ACTOR", lambda r: r["actor"] or "-"),
+    ("actor", "ACTOR", lambda r: (r["actor"] or "-") + (
+        " (approved by %s)" % r["approver"] if r.get("approver") else "")),
     ("event", "EVENT", lambda r: r["event"] or "-"),
     ("bytes", "BYTES", lambda r: "%d%s" % (r["bytes"], " pruned" if r["pruned"] else "")),
     ("bytes_change", "CHANGE", lambda r: "%+d" % r["bytes_change"]),

@@ -28,6 +28,7 @@ from .articles import (
 from .completion import script
 from .folders import cmd_export, cmd_import
 from .history import cmd_diff, cmd_history, cmd_revert
+from .review import cmd_review
 from .messages import (
     EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, Conflict,
     Interrupted, person_message,
@@ -43,6 +44,7 @@ COMMANDS = {
     "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "history": cmd_history,
     "diff": cmd_diff, "revert": cmd_revert, "delete": cmd_delete, "export": cmd_export,
     "dump": cmd_dump, "restore": cmd_restore,
+    "review": cmd_review,
     "upgrade": None,  # upgrade opens the store its own way (main)
     "completion": None,  # completion needs no store
 }

@@ -229,8 +229,9 @@ def build_parser():
     t.add_argument("--grant", action="append", required=True, metavar="KB",
                    help="a knowledge base the token may use; repeat for several")
     t.add_argument("--writes", choices=WRITE_MODES, default="ask",
-                   help="ask: a person approves each edit (default); allow: edits go through; "
-                        "deny: read only")
+                   help="ask: a person approves each edit (default; a client that cannot ask "
+                        "gets review); allow: edits go through; deny: read only; review: each "
+                        "edit waits as a proposal for kb review")
     t = tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
                           "themselves)", description="List the tokens: name, grants, writes, "
                           "created, revoked.")
@@ -245,6 +246,35 @@ def build_parser():
     t.add_argument("--url", default="http://127.0.0.1:8765", metavar="URL",
                    help="the server's address as its people reach it "
                         "(default http://127.0.0.1:8765)")
+    p = command("review", "agents' proposed edits (writes mode review): list, show, approve, "
+                          "reject")
+    reviews = p.add_subparsers(dest="review_command", metavar="ACTION",
+                               help="list KB, show KB ID, approve KB ID, or reject KB ID --reason")
+    reviews.required = True
+    for name, text in (
+            ("list", "the pending proposals: who, when, which article, the size, stale or not"),
+            ("show", "one proposal: its diff against its base (and the current version)"),
+            ("approve", "write a proposal as a new version (exit 3 if the article changed "
+                        "since; --rebase re-applies it)"),
+            ("reject", "refuse a proposal, with --reason; the agent hears why")):
+        r = reviews.add_parser(name, parents=[common], help=text, description=text)
+        kb_arg(r)
+        if name != "list":
+            r.add_argument("id", metavar="ID", type=int, help="the proposal's ID (kb review "
+                                                             "list shows them)")
+        r.add_argument("--expire-days", type=int, default=14, metavar="N",
+                       help="proposals pending longer than N days expire first (default 14)")
+        if name == "list":
+            r.add_argument("--all", action="store_true",
+                           help="decided and expired ones too, not only the pending")
+            listing_args(r, "the proposals")
+        elif name == "approve":
+            r.add_argument("--rebase", action="store_true",
+                           help="the article changed since: re-apply the proposal's lines onto "
+                                "the current version where they do not overlap the changes")
+        elif name == "reject":
+            r.add_argument("--reason", required=True, metavar="TEXT",
+                           help="why, in a line: the agent reads it in the event log")
     command("upgrade", "bring a store made by an older version up to this one's schema")
     p = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
                        description="Print a completion script: eval \"$(kb completion bash)\" "

@@ -1,6 +1,6 @@
 """The kb-server command line: parse the arguments, open the store, run one transport.
 
-    kb-server --db PATH --grant KB [--grant KB ...] [--writes ask|allow|deny]   # stdio
+    kb-server --db PATH --grant KB [--grant KB ...] [--writes ask|allow|deny|review]  # stdio
     kb-server --db PATH --http 127.0.0.1:8765 [--workers N]                      # HTTP, /mcp
 
 stdio needs the standard library alone; the HTTP modules (uvicorn, the ``[http]`` extra) are
@@ -64,8 +64,9 @@ def build_parser():
                              "(over HTTP, each token carries its own grants)")
     parser.add_argument("--writes", choices=WRITE_MODES, default="ask",
                         help="stdio: ask: a person approves every edit through the client "
-                             "(default); allow: edit without asking; deny: read only (over "
-                             "HTTP, each token carries its own)")
+                             "(default; a client that cannot ask gets review); allow: edit "
+                             "without asking; deny: read only; review: each edit is kept as a "
+                             "proposal for kb review (over HTTP, each token carries its own)")
     parser.add_argument("--actor", default=SERVER_NAME, metavar="NAME",
                         help="stdio: who the history says made this agent's edits (default "
                              "%%(default)s; over HTTP, each token's name)")

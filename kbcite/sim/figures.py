@@ -309,8 +309,12 @@ def cost_figure(report):
                         width=axes.x(start + value) - axes.x(start), height=24.0,
                         fill=part["tool"][1])
                 start += value
-            _el(root, "text", value_text(start), x=axes.x(start) + 6, y=float(y + 17),
-                fill="#333333")
+            text = value_text(start)
+            if axes.x(start) + 6 + len(text) * CHAR_PX <= WIDTH:
+                _el(root, "text", text, x=axes.x(start) + 6, y=float(y + 17), fill="#333333")
+            else:  # a bar reaching the picture's edge carries its figure inside its end
+                _el(root, "text", text, x=axes.x(start) - 6, y=float(y + 17),
+                    text_anchor="end", fill="#ffffff")
             if i == 0:
                 _el(root, "text", label, x=float(label_right), y=float(y + 17),
                     text_anchor="end")

@@ -126,8 +126,9 @@ class ArticleSQL:
         """Search hits' rows: the first ``chars`` characters of the content only."""
         marks = ",".join("?" * len(pks))
         return self.rows(
-            "SELECT a.pk, a.article_id, a.title, a.updated_at, substr(t.content, 1, ?) AS "
-            "content FROM %s WHERE a.pk IN (%s)" % (ARTICLE_FROM, marks), [chars] + list(pks))
+            "SELECT a.pk, a.article_id, a.title, a.updated_at, a.source, "
+            "substr(t.content, 1, ?) AS content FROM %s WHERE a.pk IN (%s)"
+            % (ARTICLE_FROM, marks), [chars] + list(pks))
 
     def articles_imported(self, kb_pk):
         """The articles an import made, with their content, keyed by nothing (a list)."""
