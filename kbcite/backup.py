@@ -6,10 +6,11 @@ write); ``restore`` writes it into a store as a new knowledge base in one write 
 all of it, or nothing. Unlike an export and an import, nothing is renumbered and no text is
 normalized (a trailing newline stays). What is not carried: the search index, which the
 restore builds anew, and what belongs to the store rather than to the knowledge base (tokens,
-sessions, edits' idempotency keys).
+sessions, edits' idempotency keys, proposals awaiting review).
 """
 
 from . import access
+from .engines.sql.history import VERSION_COLUMNS
 from .errors import InvalidArgument
 from .search import index
 from .validation import check_kb_id, check_people_string
@@ -18,9 +19,9 @@ from .versions import parse_version
 # What a dump says it is: a restore refuses anything else, and a later format a new number.
 DUMP_FORMAT = "kbcite-dump"
 DUMP_VERSION = 1
-# A version row's fields, as the dump names them (its text is ``content``, or None: pruned).
-VERSION_FIELDS = ("version_us", "updated_at", "action", "sequence", "event", "published",
-                  "title", "bytes", "actor", "summary")
+# A version row's fields, as the dump names them: the history's columns but the keys (its
+# text is ``content``, or None: pruned). A dump older than a column restores it as null.
+VERSION_FIELDS = tuple(c for c in VERSION_COLUMNS if c not in ("article_pk", "text_pk"))
 
 
 def _bad(message, *args):
@@ -113,7 +114,7 @@ def restore(ctx, data, as_id=None):
             if article["import_version"] is not None:
                 db.article_set_import_version(pk, article["import_version"])
             db.versions_insert(kb_pk, [dict(
-                {name: version[name] for name in VERSION_FIELDS}, article_pk=pk,
+                {name: version.get(name) for name in VERSION_FIELDS}, article_pk=pk,
                 published=int(version["published"]),
                 text_pk=None if version["content"] is None else text_pk[version["content"]])
                 for version in article["versions"]])
