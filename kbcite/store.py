@@ -57,6 +57,27 @@ def _system_clock():
     return datetime.now(timezone.utc)
 
 
+@contextlib.contextmanager
+def tool_errors(db, name):
+    """Make every failure inside a tool call on ``db`` a ToolError, so callers catch one
+    family: the engine's own errors as it names them, anything else an InternalError."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except Exception as exc:
+        error = db.store_error(exc)
+        if error is not None:
+            raise error from exc
+        if type(exc).__name__ == "ProgrammingError" and "closed" in str(exc):
+            raise  # a closed store: the host program's misuse, not the call's fault
+        log.exception("%s failed", name)
+        raise InternalError(
+            "%s failed inside the store (%s: %s); the transaction was rolled back, so "
+            "nothing was half done. This is a fault in the store, not in the call: report it."
+            % (name, type(exc).__name__, clip(str(exc))), retryable=False) from exc
+
+
 class KBStore:
     """Knowledge bases, their articles, their event logs and the four agent tools."""
 
@@ -155,14 +176,14 @@ class KBStore:
             )
         granted = granted_set(granted)
         history.check_actor(actor, None)
-        with self._tool_errors(name):
+        with tool_errors(self._db, name):
             return handler(self._ctx, validate_arguments(SCHEMAS[name], arguments), granted,
                            actor)
 
     def preview_edit(self, arguments, *, granted):
         """What an edit would do now, for an approval prompt; raises what the edit would raise."""
         granted = granted_set(granted)
-        with self._tool_errors("edit_knowledge_article"):
+        with tool_errors(self._db, "edit_knowledge_article"):
             args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
             return edits.preview(self._ctx, args, granted)
 
@@ -171,28 +192,9 @@ class KBStore:
         would be; returns the tool's result, ``status: "proposed"`` (``kbcite.proposals``)."""
         granted = granted_set(granted)
         history.check_actor(actor, None)
-        with self._tool_errors("edit_knowledge_article"):
+        with tool_errors(self._db, "edit_knowledge_article"):
             args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
             return proposals.propose(self._ctx, args, granted, actor)
-
-    @contextlib.contextmanager
-    def _tool_errors(self, name):
-        """Make every failure inside a tool call a ToolError, so callers catch one family."""
-        try:
-            yield
-        except ToolError:
-            raise
-        except Exception as exc:
-            error = self._db.store_error(exc)
-            if error is not None:
-                raise error from exc
-            if type(exc).__name__ == "ProgrammingError" and "closed" in str(exc):
-                raise  # a closed store: the host program's misuse, not the call's fault
-            log.exception("%s failed", name)
-            raise InternalError(
-                "%s failed inside the store (%s: %s); the transaction was rolled back, so "
-                "nothing was half done. This is a fault in the store, not in the call: report it."
-                % (name, type(exc).__name__, clip(str(exc))), retryable=False) from exc
 
     # -- the agent's side: the catalogue (MCP resources and completions) -----------------------
 
@@ -200,13 +202,13 @@ class KBStore:
         """``(entries, last)``: a page of the published articles of the granted knowledge
         bases after ``after`` (``(kb_id, article_id)``), and where the next page starts, or
         None at the end (``kbcite.catalog.page``)."""
-        with self._tool_errors("resources/list"):
+        with tool_errors(self._db, "resources/list"):
             return catalog.page(self._ctx, granted_set(granted), after, limit)
 
     def list_recent(self, kb_id, *, granted, offset=0, limit=50):
         """``(rows, total)``: a page of a granted knowledge base's published articles, the
         newest change first (``kbcite.catalog.recent``)."""
-        with self._tool_errors("list_recent"):
+        with tool_errors(self._db, "list_recent"):
             return catalog.recent(self._ctx, granted_set(granted), kb_id, offset, limit)
 
     def change_waiter(self):
@@ -217,13 +219,13 @@ class KBStore:
 
     def complete_knowledge_bases(self, prefix, *, granted):
         """``(IDs, total)`` of the granted knowledge bases starting with ``prefix``."""
-        with self._tool_errors("completion/complete"):
+        with tool_errors(self._db, "completion/complete"):
             return catalog.knowledge_bases(self._ctx, granted_set(granted), prefix)
 
     def complete_articles(self, kb_id, text, *, granted):
         """``(article IDs, has_more)`` completing ``text`` in a granted knowledge base: IDs by
         prefix, then titles and texts by search words (``kbcite.catalog.article_ids``)."""
-        with self._tool_errors("completion/complete"):
+        with tool_errors(self._db, "completion/complete"):
             return catalog.article_ids(self._ctx, granted_set(granted), kb_id, text)
 
     # -- the people's side: reading ------------------------------------------------------------
