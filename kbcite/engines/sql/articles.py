@@ -170,6 +170,10 @@ class ArticleSQL:
         """Point an imported article at another file (a rename)."""
         self.execute("UPDATE articles SET source = ? WHERE pk = ?", (source, pk))
 
+    def article_set_import_version(self, pk, version):
+        """Record ``version`` as the one an import wrote (a restore carries it over)."""
+        self.execute("UPDATE articles SET import_version = ? WHERE pk = ?", (version, pk))
+
     def article_mark_imported(self, pk):
         """Record the article's current version as the one an import wrote (or found equal)."""
         self.execute("UPDATE articles SET import_version = updated_at WHERE pk = ?", (pk,))
