@@ -147,6 +147,14 @@ def _pending(kb, row):
                           argument="id", proposal_id=row["pk"], state=row["state"])
 
 
+def _pending_locked(db, kb_id, number):
+    """Inside a write: ``(kb, row)`` of a pending proposal, its knowledge base locked."""
+    kb = access.knowledge_base(db, kb_id, lock=True)
+    row = _find(db, kb, number)
+    _pending(kb, row)
+    return kb, row
+
+
 def expire(ctx, kb_id, days=EXPIRE_DAYS_DEFAULT):
     """Expire the pending proposals older than ``days`` days, each with its event; returns
     how many. Reads first, so a queue with none overdue costs no write."""
@@ -229,9 +237,7 @@ def approve(ctx, kb_id, number, approver, *, rebase=False, expire_days=EXPIRE_DA
     expire(ctx, kb_id, expire_days)
     db = ctx.db
     with db.write():
-        kb = access.knowledge_base(db, kb_id, lock=True)
-        row = _find(db, kb, number)
-        _pending(kb, row)
+        kb, row = _pending_locked(db, kb_id, number)
         article = db.article_by_id(kb["pk"], row["article_id"])
         if article is None or not article["published"]:
             raise NotFound("proposal %d of knowledge base %s is about article %s, which is gone "
@@ -296,9 +302,7 @@ def reject(ctx, kb_id, number, approver, reason, *, expire_days=EXPIRE_DAYS_DEFA
     expire(ctx, kb_id, expire_days)
     db = ctx.db
     with db.write():
-        kb = access.knowledge_base(db, kb_id, lock=True)
-        row = _find(db, kb, number)
-        _pending(kb, row)
+        kb, row = _pending_locked(db, kb_id, number)
         event = events.append(db, kb, [("proposal.rejected", row["article_id"],
                                         row["base_version"])])[0]
         db.proposal_decide(row["pk"], REJECTED, format_version(ctx.now_us()), approver, reason,

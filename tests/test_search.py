@@ -495,3 +495,13 @@ def test_odd_queries_are_ranked_never_refused(kb):
     with pytest.raises(kbcite.ToolError) as exc:  # the stated limit: 200 characters
         search(kb, "x" * 500)
     assert "query" in exc.value.message
+
+
+def test_a_long_title_asked_whole_comes_first_however_common_its_words(kb):
+    """A question of six words that is an article's title: found first, though each word is
+    in more articles than a question gathers and shorter titles hold each one."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    kb.create_articles(KB, [(w.title(), "%s filler" % w) for w in words for _ in range(30)]
+                       + [("Note %d" % n, " ".join(words)) for n in range(160)])
+    asked = kb.create_article(KB, "Alpha beta gamma delta epsilon zeta", "text")
+    assert ids(kb, "alpha beta gamma delta epsilon zeta")[0] == asked

@@ -191,12 +191,27 @@ def build_parser():
     p.add_argument("--edited", action="store_true",
                    help="only the articles edited since their import, over their files: the "
                         "way to take an agent's edits back to the imported folder")
+    p.add_argument("--front-matter", action="store_true",
+                   help="--edited: write each file with the full front matter (title, ID, "
+                        "version, source), not in the form it was imported in")
     p.add_argument("--force", action="store_true",
                    help="--edited: overwrite a file that changed since its import too")
     p.add_argument("--yes", action="store_true",
                    help="overwrite files that hold another text")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     listing_args(p, "the plan")
+
+    p = command("dump", "write a knowledge base, IDs, versions, history and events, to one "
+                        "JSON file that kb restore reads back in any store")
+    kb_arg(p)
+    p.add_argument("file", metavar="FILE", help="the dump to write (-: standard output)")
+    p.add_argument("--yes", action="store_true", help="overwrite FILE if it is there")
+
+    p = command("restore", "make a knowledge base from a kb dump file, with its article IDs, "
+                           "versions, history and events")
+    p.add_argument("file", metavar="FILE", help="the dump to read (-: standard input)")
+    p.add_argument("--as", dest="as_kb", metavar="KB",
+                   help="restore it under this ID (default: the ID it was dumped from)")
 
     command("audit", "check the stored data for inconsistencies (exit 1 if any)")
 
@@ -217,6 +232,8 @@ def build_parser():
                    help="ask: a person approves each edit (default; a client that cannot ask "
                         "gets review); allow: edits go through; deny: read only; review: each "
                         "edit waits as a proposal for kb review")
+    t.add_argument("--review", action="store_true",
+                   help="its holder may approve and reject proposals on the web pages")
     t = tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
                           "themselves)", description="List the tokens: name, grants, writes, "
                           "created, revoked.")
@@ -277,6 +294,9 @@ def parse(argv):
         args.db = os.environ.get("KB_DB") or None
     if not args.db and args.command != "completion":
         parser.error("no store given: pass --db PATH or set KB_DB")
+    if getattr(args, "fields", None) is not None and not args.fields.replace(",", "").strip():
+        parser.error("argument --fields: name at least one field (F,F); leave --fields out "
+                     "for all of them")
     args.command = {"kbs": "knowledge-bases"}.get(args.command, args.command)
     if getattr(args, "actor", None) is None:
         args.actor = login_name()

@@ -24,6 +24,10 @@ TIERED_TERMS_MAX = 4
 # best), and for every word the shortest titles holding it.
 QUESTION_CANDIDATES = 150
 
+# The every-word queries of a question use at most this many of its words, the rarest: ten
+# already pin an article down.
+QUESTION_EVERY_TERMS = 10
+
 
 def query_stats(db, kb, text):
     """``(terms, stats)`` of a query: the terms known to the knowledge base's published
@@ -118,7 +122,11 @@ def ranked(db, kb, text, limit, work):
                 break
             prefix.append(term)
             total += sum(counts[term])
-        found, docs = db.match_docs(kb["pk"], [([t], False, 0) for t in prefix],
+        # And the articles holding every word (of the rarest ten), anywhere and in the title:
+        # where a title the question is, and the runners-up of a long title's search.
+        every = rarest_first[:QUESTION_EVERY_TERMS]
+        found, docs = db.match_docs(kb["pk"], [([t], False, 0) for t in prefix]
+                                    + [(every, False, 0), (every, True, 0)],
                                     QUESTION_CANDIDATES)
         gather(found, docs)
         gather(db.title_candidates(kb["pk"], rarest_first, limit))
