@@ -238,6 +238,8 @@ def build_parser():
                    help="ask: a person approves each edit (default; a client that cannot ask "
                         "gets review); allow: edits go through; deny: read only; review: each "
                         "edit waits as a proposal for kb review")
+    t.add_argument("--review", action="store_true",
+                   help="its holder may approve and reject proposals on the web pages")
     t = tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
                           "themselves)", description="List the tokens: name, grants, writes, "
                           "created, revoked.")
