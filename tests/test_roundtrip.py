@@ -661,3 +661,29 @@ def test_kb_edit_file_parses_markdown_as_import_does_and_raw_keeps_it(db, docs, 
     article = json.loads(ok(db, "--json", "read", KB, aid))
     assert article["content"].startswith("# Refund rules\n")
     assert article["title"] == "Refund rules"
+
+
+# -- 9. completion for fish -------------------------------------------------------------------
+
+
+def test_fish_completion_offers_the_commands_and_options(tmp_path):
+    import shutil
+    import subprocess
+    script = ok(None, "completion", "fish")
+    assert script.startswith("# fish completion for kb")
+    assert "'__fish_seen_subcommand_from dump'" in script
+    assert "-l format -xa 'table json csv tsv'" in script
+    if shutil.which("fish") is None:
+        pytest.skip("fish is not installed: the script's text is checked, not run")
+    path = tmp_path / "kb.fish"
+    path.write_text(script, encoding="utf-8")
+    assert subprocess.run(["fish", "-n", str(path)], capture_output=True).returncode == 0
+
+    def complete(line):
+        done = subprocess.run(["fish", "--no-config", "-c", "source %s; complete -C %s"
+                               % (path, "'%s'" % line)], capture_output=True, text=True,
+                              timeout=60)
+        return {row.split("\t")[0] for row in done.stdout.splitlines()}
+    assert {"dump", "diff"} <= complete("kb d")
+    assert {"--front-matter", "--edited"} <= complete("kb export KB F --")
+    assert complete("kb list KB --format ") == {"table", "json", "csv", "tsv"}

@@ -284,10 +284,11 @@ def build_parser():
             r.add_argument("--reason", required=True, metavar="TEXT",
                            help="why, in a line: the agent reads it in the event log")
     command("upgrade", "bring a store made by an older version up to this one's schema")
-    p = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
                        description="Print a completion script: eval \"$(kb completion bash)\" "
-                                   "in ~/.bashrc, or kb completion zsh > ~/.zfunc/_kb.")
-    p.add_argument("shell", choices=("bash", "zsh"), help="the shell")
+                                   "in ~/.bashrc, kb completion zsh > ~/.zfunc/_kb, or kb "
+                                   "completion fish > ~/.config/fish/completions/kb.fish.")
+    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser
 
 
