@@ -420,10 +420,11 @@ class KBStore:
 
     # -- bearer tokens (the HTTP server's clients; ``self.tokens`` has the server's calls too) --
 
-    def create_token(self, name, grants, writes="ask"):
+    def create_token(self, name, grants, writes="ask", review=False):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
-        is ever shown (the store keeps its SHA-256)."""
-        return self.tokens.create(name, grants, writes)
+        is ever shown (the store keeps its SHA-256); ``review``: its holder may approve and
+        reject proposals on the web pages."""
+        return self.tokens.create(name, grants, writes, review)
 
     def list_tokens(self):
         """Every token's name, grants, write mode, creation and revocation times."""

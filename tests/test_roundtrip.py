@@ -627,3 +627,37 @@ def test_kb_dump_and_restore_move_a_knowledge_base_to_another_engine(
     with KBStore(str(source)) as store:
         assert history_of(store, "back") == before
     assert "not a kb dump" in fails(source, "restore", docs / "refunds.md")
+
+
+# -- 6. a merge path: diff against a file, edit from a Markdown file -------------------------
+
+
+def test_kb_diff_compares_an_article_with_a_file_read_as_import_reads_it(db, docs):
+    ok(db, "import", KB, docs)
+    with KBStore(str(db)) as store:
+        aid = source_ids(store)["refunds.md"]
+    assert ok(db, "diff", KB, aid, "--file", docs / "refunds.md") == ""
+    write(docs, "refunds.md", "# Refund policy\n\nRefunds take six working days.\n")
+    shown = ok(db, "diff", KB, aid, "--file", docs / "refunds.md").splitlines()
+    assert "-Refunds take five working days." in shown
+    assert "+Refunds take six working days." in shown
+    assert not any(line.startswith(("+# ", "-# ")) for line in shown)  # the heading is a title
+    assert json.loads(ok(db, "--json", "diff", KB, aid, "--file", docs / "refunds.md"))["to"] \
+        == str(docs / "refunds.md")
+    assert "cannot read" in fails(db, "diff", KB, aid, "--file", docs / "missing.md")
+
+
+def test_kb_edit_file_parses_markdown_as_import_does_and_raw_keeps_it(db, docs, tmp_path):
+    ok(db, "import", KB, docs)
+    with KBStore(str(db)) as store:
+        aid = source_ids(store)["refunds.md"]
+    edited = write(tmp_path, "edited.md", "# Refund rules\n\nRefunds take a day.\n")
+    version = json.loads(ok(db, "--json", "read", KB, aid))["updated_at"]
+    ok(db, "edit", KB, aid, "--expected-version", version, "--file", edited)
+    article = json.loads(ok(db, "--json", "read", KB, aid))
+    assert (article["title"], article["content"]) == ("Refund rules", "Refunds take a day.")
+    ok(db, "edit", KB, aid, "--expected-version", article["updated_at"], "--file", edited,
+       "--raw")
+    article = json.loads(ok(db, "--json", "read", KB, aid))
+    assert article["content"].startswith("# Refund rules\n")
+    assert article["title"] == "Refund rules"

@@ -84,6 +84,7 @@ KB_COLUMNS = [
 TOKEN_COLUMNS = [
     ("name", "NAME", lambda r: r["name"]),
     ("writes", "WRITES", lambda r: r["writes"]),
+    ("review", "REVIEW", lambda r: "yes" if r["review"] else "no"),
     ("created_at", "CREATED", lambda r: r["created_at"]),
     ("revoked_at", "REVOKED", lambda r: r["revoked_at"] or "-"),
     ("grants", "GRANTS", lambda r: ", ".join(r["grants"])),
@@ -122,10 +123,10 @@ def cmd_reindex(store, args, out):
 def cmd_token(store, args, out):
     """Bearer tokens for the HTTP server: create (printed once), list, revoke, link."""
     if args.token_command == "create":
-        token = store.tokens.create(args.name, args.grant, args.writes)
+        token = store.tokens.create(args.name, args.grant, args.writes, review=args.review)
         if args.json:
             return print_json({"name": args.name, "token": token, "grants": args.grant,
-                               "writes": args.writes}, out)
+                               "writes": args.writes, "review": args.review}, out)
         print(token, file=out)
         print("%s: token %s grants %s, writes %s; it is shown only now: keep it where its "
               "client can read it" % (PROG, args.name, ", ".join(args.grant), args.writes),

@@ -8,7 +8,7 @@ import sys
 import uuid
 
 from ..errors import InvalidArgument, NotFound, VersionConflict
-from ..markdown import decode_utf8, read_utf8_file
+from ..markdown import decode_utf8, parse_document, read_utf8_file
 from .messages import PROG, CommandError, Conflict, person_message
 from .output import emit, marked, one_line, print_json, table
 
@@ -211,14 +211,23 @@ def cmd_edit(store, args, out):
     """The agent's edit: compare-and-swap on --expected-version, exit 3 if it is stale.
     ``--title`` alone retitles: the content stays as it is."""
     content = read_content(args, args.title is None)
+    title = args.title
+    if content is not None and args.file is not None and not args.raw:
+        # As import reads it: front matter and a first # heading are the title, not text.
+        try:
+            found, content, _ = parse_document(content, None)
+        except ValueError as exc:
+            raise CommandError("--file %s cannot be read as import reads Markdown: %s (--raw "
+                               "takes it as it is)" % (args.file, exc)) from None
+        title = title if title is not None else found
     if content is None:
         content = store.get_article(args.kb, args.article)["content"]
     arguments = {"knowledge_base_id": args.kb, "article_id": args.article,
                  "content": content,
                  "expected_version": args.expected_version,
                  "idempotency_key": args.idempotency_key or "kb-cli-%s" % uuid.uuid4()}
-    if args.title is not None:
-        arguments["title"] = args.title
+    if title is not None:
+        arguments["title"] = title
     if args.summary is not None:
         arguments["summary"] = args.summary
     try:

@@ -123,8 +123,11 @@ def build_parser():
     article_arg(p)
     p.add_argument("--expected-version", required=True, metavar="V",
                    help="the version (updated_at) you read; the edit is refused if it changed")
-    p.add_argument("--title", help="a new title (default: keep it)")
+    p.add_argument("--title", help="a new title (default: keep it, or the file's)")
     content_args(p, "the whole new content")
+    p.add_argument("--raw", action="store_true",
+                   help="--file: take the file as the content, as it is (default: as import "
+                        "reads Markdown: front matter and a # heading give the title)")
     p.add_argument("--idempotency-key", metavar="K",
                    help="resending with the same key returns the first result and writes "
                         "nothing (default: a new random key)")
@@ -148,6 +151,9 @@ def build_parser():
     p.add_argument("--from", dest="from_", metavar="V",
                    help="the older version (default: the one before --to)")
     p.add_argument("--to", metavar="V", help="the newer version (default: the current one)")
+    p.add_argument("--file", metavar="F",
+                   help="compare the article (at --to, default the current version) with the "
+                        "Markdown file F, read as import reads it")
 
     p = command("revert", "a new version holding an older version's title and content, only "
                           "if the article is still at --expected-version (exit 3 if not)")
@@ -232,6 +238,8 @@ def build_parser():
                    help="ask: a person approves each edit (default; a client that cannot ask "
                         "gets review); allow: edits go through; deny: read only; review: each "
                         "edit waits as a proposal for kb review")
+    t.add_argument("--review", action="store_true",
+                   help="its holder may approve and reject proposals on the web pages")
     t = tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
                           "themselves)", description="List the tokens: name, grants, writes, "
                           "created, revoked.")
