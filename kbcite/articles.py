@@ -13,12 +13,14 @@ import contextlib
 from . import access, changes, events, history
 from .errors import InvalidArgument, VersionConflict, VersionNotFound, VersionPruned
 from .limits import (
-    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, ID_MAX,
+    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED,
     MAX_ARTICLES_PER_KB, TITLE_MAX,
 )
 from .search import index
 from .search.ranking import SearchDoc
-from .validation import check_content, check_new_article, check_people_string, check_title
+from .validation import (
+    check_content, check_kb_id, check_new_article, check_people_string, check_title,
+)
 from .tools import citation
 from .versions import format_version, next_version, parse_version
 
@@ -84,7 +86,7 @@ def transaction(db):
 
 
 def write(ctx, kb, row, *, content, title, published, action, actor=None, summary=None,
-          text_pk=None):
+          text_pk=None, approver=None):
     """Save new text and visibility for one article in the caller's write transaction;
     version, index, event and history follow. ``text_pk`` names a stored text that already
     holds ``content`` (a revert's). Returns ``(updated_at, event or None)``."""
@@ -111,7 +113,7 @@ def write(ctx, kb, row, *, content, title, published, action, actor=None, summar
     history.record(db, kb, row["pk"], version_us, updated_at, action=action,
                    published=published, title=title, text_pk=text_pk,
                    size=len(content.encode("utf-8")), event=event, actor=actor,
-                   summary=summary)
+                   summary=summary, approver=approver)
     return updated_at, event
 
 
@@ -142,14 +144,14 @@ def insert(ctx, kb, items, published, *, action="create", actor=None):
         "sequence": event["sequence"] if event else None,
         "event": event["type"] if event else None, "published": int(published),
         "title": row[1], "text_pk": row[2], "bytes": len(item[1].encode("utf-8")),
-        "actor": actor, "summary": None}
+        "actor": actor, "summary": None, "approver": None}
         for pk, row, item, event in zip(pks, rows, items, appended)])
     return [row[0] for row in rows]
 
 
 def create_knowledge_base(ctx, kb_id, name=None):
     """Create an empty knowledge base."""
-    check_people_string(kb_id, "kb_id", ID_MAX)
+    check_kb_id(kb_id)
     if name is not None:
         check_people_string(name, "name", TITLE_MAX)
     db = ctx.db

@@ -5,11 +5,13 @@ published article's last event naming its version (a draft's, none but an unpubl
 published count, and the search statistics and both indexes matching the published articles.
 The history: each article's last version is the article as it stands, every text a version
 or an article names exists, each version's event is the one the log holds for it, and each
-event since the article's history began has its version.
+event since the article's history began has its version. Proposals: every approved one has
+its version, every one its events (``kbcite.proposals.audit``).
 Each finding is one line naming the knowledge base; none means consistent.
 """
 
-from .limits import EVENT_DELETED, EVENT_UNPUBLISHED
+from . import proposals
+from .limits import EVENT_DELETED, EVENT_UNPUBLISHED, PROPOSAL_EVENTS
 from .search.ranking import SearchDoc, presence_totals
 
 
@@ -46,6 +48,8 @@ def audit_history(db, kb):
         first.setdefault(version["article_pk"], version["updated_at"])
     began = {a["article_id"]: first.get(a["pk"]) for a in articles}
     for sequence, event in sorted(events.items()):
+        if event["type"] in PROPOSAL_EVENTS:
+            continue  # a proposal's events are checked against the proposals
         start = began.get(event["article_id"])
         if start is not None and event["updated_at"] > start and sequence not in logged:
             problems.append("knowledge base %r: event %d (%s of %r) has no version in the "
@@ -61,7 +65,7 @@ def audit_history(db, kb):
                 article["published"]):
             problems.append("article %r of %r: its last version in the history is not the "
                             "article as it stands" % (article["article_id"], name))
-    return problems
+    return problems + proposals.audit(db, kb, versions, events)
 
 
 def audit_kb(db, kb):

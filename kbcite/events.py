@@ -1,14 +1,14 @@
 """The event log: one gapless, monotonic sequence per knowledge base, and the poll that reads it.
 
-Every change agents can see (an article published, updated or unpublished) appends one event
-in the same transaction as the change, under the knowledge base's write lock, so the log
+Every change agents can see (an article published, updated or unpublished; a proposal made,
+approved, rejected or expired) appends one event in the same transaction as the change, under the knowledge base's write lock, so the log
 commits in sequence order and a poller resuming from a cursor never misses one. A page that
 is not exactly the next sequences is damage, said so, never ``has_more`` forever.
 """
 
 from . import access
 from .errors import InvalidArgument, StoreDamaged
-from .limits import EVENTS_LIMIT_DEFAULT
+from .limits import EVENTS_LIMIT_DEFAULT, PROPOSAL_EVENTS
 from .validation import int_text
 
 
@@ -36,6 +36,27 @@ def append(db, kb, items):
     return events
 
 
+def proposal_details(row, type_):
+    """What an event about a proposal adds: the proposal's ID and, once decided, who decided
+    and (a rejection) why."""
+    extra = {"proposal_id": row["pk"]}
+    if type_ != "proposal.created":
+        extra["decided_by"] = row["decided_by"]
+    if type_ == "proposal.rejected":
+        extra["reason"] = row["reason"]
+    return extra
+
+
+def with_proposals(db, kb, page):
+    """A page of events, each about a proposal carrying the proposal's ID and outcome."""
+    sequences = [e["sequence"] for e in page if e["type"] in PROPOSAL_EVENTS]
+    if not sequences:
+        return page
+    found = db.proposals_by_sequences(kb["pk"], sequences)
+    return [dict(e, **proposal_details(found[e["sequence"]], e["type"]))
+            if e["type"] in PROPOSAL_EVENTS and e["sequence"] in found else e for e in page]
+
+
 def poll(ctx, args, granted, actor=None):
     """The ``poll_resource_events`` tool: the next page of a granted knowledge base's log."""
     resource_type = args["resource_type"]
@@ -59,7 +80,7 @@ def poll(ctx, args, granted, actor=None):
                 argument="after_sequence",
                 head_sequence=head,
             )
-        events = db.events_after(kb["pk"], after, limit)
+        events = with_proposals(db, kb, db.events_after(kb["pk"], after, limit))
     # The log is gapless by construction, so a page is exactly the next sequences up to the
     # head. Anything else is damage; answering it with has_more would send a client that
     # follows has_more round forever (Kubernetes answers a cursor it cannot serve 410 Gone).

@@ -16,7 +16,7 @@ from datetime import timedelta
 from . import access
 from . import events as events_module
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
-from .limits import ACTOR_MAX, EVENTS_LIMIT_MAX, KEEP_DAYS_MAX, SUMMARY_MAX
+from .limits import ACTOR_MAX, EVENTS_LIMIT_MAX, KEEP_DAYS_MAX, PROPOSAL_EVENTS, SUMMARY_MAX
 from .validation import check_people_string, int_text, json_type
 from .versions import format_version, parse_version
 
@@ -32,14 +32,15 @@ def check_actor(actor, summary):
 
 
 def record(db, kb, article_pk, version_us, updated_at, *, action, published, title, text_pk,
-           size, event=None, actor=None, summary=None):
-    """Append one version of an article to the history, in the caller's write transaction."""
+           size, event=None, actor=None, summary=None, approver=None):
+    """Append one version of an article to the history, in the caller's write transaction
+    (``approver``: the person who approved an agent's proposal)."""
     db.versions_insert(kb["pk"], [{
         "article_pk": article_pk, "version_us": version_us, "updated_at": updated_at,
         "action": action, "sequence": event["sequence"] if event else None,
         "event": event["type"] if event else None, "published": int(published),
         "title": title, "text_pk": text_pk, "bytes": size, "actor": actor,
-        "summary": summary}])
+        "summary": summary, "approver": approver}])
 
 
 def not_found(kb, article_id, version):
@@ -88,6 +89,7 @@ def listing(db, kb_id, article_id):
     for row in rows:
         out.append({
             "updated_at": row["updated_at"], "action": row["action"], "actor": row["actor"],
+            "approver": row["approver"],
             "event": row["event"], "sequence": row["sequence"],
             "published": bool(row["published"]), "title": row["title"], "bytes": row["bytes"],
             "bytes_change": row["bytes"] - previous["bytes"] if previous else row["bytes"],
@@ -152,6 +154,21 @@ def events(ctx, kb_id, after=0, limit=EVENTS_LIMIT_MAX):
         keys = {e["sequence"]: (pks.get(e["article_id"]), parse_version(e["updated_at"]))
                 for e in page["events"]}
         rows = db.versions_at([key for key in keys.values() if key[0] is not None])
-    page["events"] = [dict(e, actor=(rows.get(keys[e["sequence"]]) or {}).get("actor"))
-                      for e in page["events"]]
+        proposed = db.proposals_by_sequences(kb["pk"], [
+            e["sequence"] for e in page["events"] if e["type"] in PROPOSAL_EVENTS]) \
+            if any(e["type"] in PROPOSAL_EVENTS for e in page["events"]) else {}
+    out = []
+    for e in page["events"]:
+        if e["type"] in PROPOSAL_EVENTS:
+            # A proposal's event was made by the agent (proposed) or a person (decided).
+            row = proposed.get(e["sequence"]) or {}
+            out.append(dict(e, actor=row.get("actor") if e["type"] == "proposal.created"
+                            else e.get("decided_by")))
+            continue
+        version = rows.get(keys[e["sequence"]]) or {}
+        event = dict(e, actor=version.get("actor"))
+        if version.get("approver"):
+            event["approver"] = version["approver"]
+        out.append(event)
+    page["events"] = out
     return page

@@ -7,7 +7,7 @@ snippet windows) lives beside the code it tunes, in ``kbcite.search``.
 from datetime import timedelta
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Written into every store this package creates ("KBC1": the SQLite header's application_id,
 # a PostgreSQL store's meta row), so that another application's database is told apart even
@@ -36,6 +36,8 @@ SEARCH_LIMIT_MAX, SEARCH_LIMIT_DEFAULT = 20, 10
 EVENTS_LIMIT_MAX, EVENTS_LIMIT_DEFAULT = 100, 100
 
 ID_MAX = 255
+# A new knowledge base's ID: short enough for a shell prompt, a URL segment and a file name.
+KB_ID_MAX = 64
 
 # Article IDs are art-000001 up to art-999999: six digits keep their text order equal to their
 # creation order, which search relies on to break ties by article ID.
@@ -76,6 +78,11 @@ EVENT_UNPUBLISHED = "article.unpublished"
 
 # A published article deleted for good: its citations come back gone, and stay gone.
 EVENT_DELETED = "article.deleted"
+
+# A proposal's life (writes mode review): made, then approved (the event's updated_at is the
+# version it produced), rejected (with the reviewer's reason) or expired, undecided.
+PROPOSAL_EVENTS = ("proposal.created", "proposal.approved", "proposal.rejected",
+                   "proposal.expired")
 
 # -- versions kept (the history) ------------------------------------------------------------------
 

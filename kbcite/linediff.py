@@ -5,14 +5,15 @@ this way: the lines of the version the agent read against the lines it would wri
 context lines, ``-``/``+`` marks and ``@@ -a,b +c,d @@`` positions. Every added and removed
 line is shown up to ``CHANGED_CHARS`` characters in all; past that the text says how many
 changed lines and characters it did not show. The work is bounded too: the common head and
-tail are stripped in one pass, and only a middle of at most ``MATCH_CELLS`` line pairs is
-matched line by line; a larger middle is shown as one replaced block (linear, never
-quadratic). Every character an agent chose is neutralised (``printable``) before a person
+tail are stripped by slice comparisons, and the middle's lines are matched by the bounded diff
+of ``kbcite.changes`` within ``MATCH_STEPS``; past them the middle is shown as one replaced
+block (never unbounded work). Every character an agent chose is neutralised (``printable``) before a person
 reads it.
 """
 
-import difflib
 import unicodedata
+
+from . import changes
 
 # At least this many characters of added and removed lines are shown before the rest is
 # counted instead (a 5 KB page's whole change fits; a rewrite of a long one is summarised).
@@ -24,10 +25,16 @@ CONTEXT_LINES = 3
 # A context line longer than this is cut: it is there to place the change, not to be read.
 CONTEXT_CHARS = 160
 
-# The middle (after the common head and tail) is matched line by line only while
-# len(old) * len(new) stays under this; SequenceMatcher's work grows with that product, and
-# 400,000 pairs is a few milliseconds. A larger middle becomes one replaced block.
-MATCH_CELLS = 400000
+# The middle (after the common head and tail) is matched line by line by the bounded diff of
+# ``kbcite.changes`` within this many steps (a fortieth of its default: some fifty scattered
+# changes are told apart, and the question's whole diff of a 1 MiB article stays under
+# 50 ms); past them the middle becomes one replaced block.
+MATCH_STEPS = changes.DIFF_MAX_STEPS // 40
+
+# What str.splitlines also breaks lines at, besides "\n": where a text holds none, it splits
+# exactly as a split on "\n" does (each looked for by a substring search, far faster than
+# one regular expression's character class over a long text).
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 # Characters an agent-chosen string must not use to rewrite what a person reads: controls,
 # bidirectional overrides and isolates, line and paragraph separators.
@@ -62,44 +69,20 @@ def _line(text, limit):
 
 def _split(text):
     """The lines of ``text``, each keeping its newline (split on newlines only)."""
+    if not any(brk in text for brk in _OTHER_BREAKS):
+        return text.splitlines(True)  # the same lines, in C, when "\n" is the only break
     parts = text.split("\n")
     return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-# The common head and tail are found by comparing slices (C speed), this many characters at a
-# time, then narrowed by halving inside the slice that differs.
-_CHUNK = 65536
-
-
 def _common_head(a, b):
     """Where the common head of ``a`` and ``b`` ends, backed up to the start of a line."""
-    n, k = min(len(a), len(b)), 0
-    while k < n and a[k:k + _CHUNK] == b[k:k + _CHUNK]:
-        k += _CHUNK
-    lo, hi = min(k, n), min(k + _CHUNK, n)
-    base = lo
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[base:mid] == b[base:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return a.rfind("\n", 0, lo) + 1
+    return a.rfind("\n", 0, changes._common_prefix(a, b)) + 1
 
 
 def _common_tail(a, b, head):
     """``(start in a, start in b)`` of the common tail after ``head``, at a line start."""
-    n, k = min(len(a), len(b)) - head, 0
-    while k < n and a[len(a) - min(k + _CHUNK, n):len(a) - k] == \
-            b[len(b) - min(k + _CHUNK, n):len(b) - k]:
-        k = min(k + _CHUNK, n)
-    lo, hi = k, min(k + _CHUNK, n)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[len(a) - mid:len(a) - k] == b[len(b) - mid:len(b) - k]:
-            lo = mid
-        else:
-            hi = mid - 1
+    lo = changes._common_suffix(a, b, head)
     pa, pb = len(a) - lo, len(b) - lo
     if lo and not ((pa == head or a[pa - 1] == "\n") and (pb == head or b[pb - 1] == "\n")):
         # Inside the common tail the texts agree: its first line start is the same in both.
@@ -148,21 +131,23 @@ class Lines:
         return out
 
 
-def opcodes(old, new, cells=MATCH_CELLS):
+def opcodes(old, new, steps=MATCH_STEPS):
     """``(old Lines, new Lines, difflib-style opcodes)`` between two texts, in bounded work:
-    linear in their length, and a matched middle of at most ``cells`` line pairs."""
+    linear in their length, and the middle matched within ``steps`` (``changes.hunks``)."""
     head = _common_head(old, new)
     tail_old, tail_new = _common_tail(old, new, head)
     a, b = Lines(old, head, tail_old), Lines(new, head, tail_new)
     h, ma, mb = a.head_count, len(a.middle), len(b.middle)
     codes = [("equal", 0, h, 0, h)] if h else []
-    if ma * mb <= cells:
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-                a=a.middle, b=b.middle, autojunk=False).get_opcodes():
-            codes.append((tag, h + i1, h + i2, h + j1, h + j2))
-    elif ma or mb:
-        codes.append(("replace" if ma and mb else "delete" if ma else "insert",
-                      h, h + ma, h, h + mb))
+    at_a = at_b = 0
+    for i1, i2, j1, j2 in changes.hunks(a.middle, b.middle, changes.Budget(steps)):
+        if i1 > at_a:
+            codes.append(("equal", h + at_a, h + i1, h + at_b, h + j1))
+        codes.append(("replace" if i2 > i1 and j2 > j1 else "delete" if i2 > i1 else "insert",
+                      h + i1, h + i2, h + j1, h + j2))
+        at_a, at_b = i2, j2
+    if ma > at_a:
+        codes.append(("equal", h + at_a, h + ma, h + at_b, h + mb))
     if a.tail_count:
         codes.append(("equal", h + ma, a.count, h + mb, b.count))
     return a, b, [code for code in codes if code[0] != "equal" or code[2] > code[1]]
@@ -251,6 +236,38 @@ def unified(old_title, old_content, new_title, new_content, *, limit=CHANGED_CHA
             else "")]
     return {"text": "\n".join(out), "lines_added": added, "lines_removed": removed,
             "hidden_lines": hidden_lines, "hidden_chars": hidden_chars}
+
+
+def _changes(base, text):
+    """The changes from ``base`` to ``text`` as ``(start, end, new lines)`` of base lines."""
+    a, b, codes = opcodes(base, text)
+    return [(i1, i2, b[slice(j1, j2)]) for tag, i1, i2, j1, j2 in codes if tag != "equal"]
+
+
+def merge(base, mine, theirs):
+    """``mine``'s changes to ``base`` re-applied onto ``theirs`` (a later version of it), or
+    None where the two changed the same lines or lines next to each other (a conflict)."""
+    if mine == base:
+        return theirs
+    ending = not (mine.endswith("\n") or theirs.endswith("\n"))
+    base, mine, theirs = _terminated(base), _terminated(mine), _terminated(theirs)
+    ours, others = _changes(base, mine), _changes(base, theirs)
+    every = sorted([(start, end, lines, 0) for start, end, lines in ours] +
+                   [(start, end, lines, 1) for start, end, lines in others])
+    for (s1, e1, _, who1), (s2, e2, _, who2) in zip(every, every[1:]):
+        # Sorted by start: a change that reaches (or touches) the next one's start is a
+        # conflict, unless both are the same side's (they never overlap each other).
+        if who1 != who2 and s2 <= e1:
+            return None
+    lines, at = _split(base), 0
+    out = []
+    for start, end, new, _ in every:
+        out += lines[at:start]
+        out += new
+        at = end
+    out += lines[at:]
+    merged = "".join(out)
+    return merged[:-1] if ending and merged.endswith("\n") else merged
 
 
 def _chars(lines):

@@ -27,8 +27,8 @@ import logging
 from datetime import datetime, timezone
 
 from . import (
-    access, articles, audit, catalog, citations, edits, events, exporter, history, importer, reads,
-    sessions, tokens,
+    access, articles, audit, backup, catalog, citations, edits, events, exporter, history,
+    importer, proposals, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -55,6 +55,27 @@ SCHEMAS = {tool["name"]: tool["inputSchema"] for tool in TOOLS}
 
 def _system_clock():
     return datetime.now(timezone.utc)
+
+
+@contextlib.contextmanager
+def tool_errors(db, name):
+    """Make every failure inside a tool call on ``db`` a ToolError, so callers catch one
+    family: the engine's own errors as it names them, anything else an InternalError."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except Exception as exc:
+        error = db.store_error(exc)
+        if error is not None:
+            raise error from exc
+        if type(exc).__name__ == "ProgrammingError" and "closed" in str(exc):
+            raise  # a closed store: the host program's misuse, not the call's fault
+        log.exception("%s failed", name)
+        raise InternalError(
+            "%s failed inside the store (%s: %s); the transaction was rolled back, so "
+            "nothing was half done. This is a fault in the store, not in the call: report it."
+            % (name, type(exc).__name__, clip(str(exc))), retryable=False) from exc
 
 
 class KBStore:
@@ -155,35 +176,25 @@ class KBStore:
             )
         granted = granted_set(granted)
         history.check_actor(actor, None)
-        with self._tool_errors(name):
+        with tool_errors(self._db, name):
             return handler(self._ctx, validate_arguments(SCHEMAS[name], arguments), granted,
                            actor)
 
     def preview_edit(self, arguments, *, granted):
         """What an edit would do now, for an approval prompt; raises what the edit would raise."""
         granted = granted_set(granted)
-        with self._tool_errors("edit_knowledge_article"):
+        with tool_errors(self._db, "edit_knowledge_article"):
             args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
             return edits.preview(self._ctx, args, granted)
 
-    @contextlib.contextmanager
-    def _tool_errors(self, name):
-        """Make every failure inside a tool call a ToolError, so callers catch one family."""
-        try:
-            yield
-        except ToolError:
-            raise
-        except Exception as exc:
-            error = self._db.store_error(exc)
-            if error is not None:
-                raise error from exc
-            if type(exc).__name__ == "ProgrammingError" and "closed" in str(exc):
-                raise  # a closed store: the host program's misuse, not the call's fault
-            log.exception("%s failed", name)
-            raise InternalError(
-                "%s failed inside the store (%s: %s); the transaction was rolled back, so "
-                "nothing was half done. This is a fault in the store, not in the call: report it."
-                % (name, type(exc).__name__, clip(str(exc))), retryable=False) from exc
+    def propose_edit(self, arguments, *, granted, actor=None):
+        """An edit kept as a proposal for a person (writes mode review), checked as the edit
+        would be; returns the tool's result, ``status: "proposed"`` (``kbcite.proposals``)."""
+        granted = granted_set(granted)
+        history.check_actor(actor, None)
+        with tool_errors(self._db, "edit_knowledge_article"):
+            args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
+            return proposals.propose(self._ctx, args, granted, actor)
 
     # -- the agent's side: the catalogue (MCP resources and completions) -----------------------
 
@@ -191,13 +202,13 @@ class KBStore:
         """``(entries, last)``: a page of the published articles of the granted knowledge
         bases after ``after`` (``(kb_id, article_id)``), and where the next page starts, or
         None at the end (``kbcite.catalog.page``)."""
-        with self._tool_errors("resources/list"):
+        with tool_errors(self._db, "resources/list"):
             return catalog.page(self._ctx, granted_set(granted), after, limit)
 
     def list_recent(self, kb_id, *, granted, offset=0, limit=50):
         """``(rows, total)``: a page of a granted knowledge base's published articles, the
         newest change first (``kbcite.catalog.recent``)."""
-        with self._tool_errors("list_recent"):
+        with tool_errors(self._db, "list_recent"):
             return catalog.recent(self._ctx, granted_set(granted), kb_id, offset, limit)
 
     def change_waiter(self):
@@ -208,13 +219,13 @@ class KBStore:
 
     def complete_knowledge_bases(self, prefix, *, granted):
         """``(IDs, total)`` of the granted knowledge bases starting with ``prefix``."""
-        with self._tool_errors("completion/complete"):
+        with tool_errors(self._db, "completion/complete"):
             return catalog.knowledge_bases(self._ctx, granted_set(granted), prefix)
 
     def complete_articles(self, kb_id, text, *, granted):
         """``(article IDs, has_more)`` completing ``text`` in a granted knowledge base: IDs by
         prefix, then titles and texts by search words (``kbcite.catalog.article_ids``)."""
-        with self._tool_errors("completion/complete"):
+        with tool_errors(self._db, "completion/complete"):
             return catalog.article_ids(self._ctx, granted_set(granted), kb_id, text)
 
     # -- the people's side: reading ------------------------------------------------------------
@@ -336,6 +347,16 @@ class KBStore:
         with self._db.write():
             self._db.optimize(access.knowledge_base(self._db, kb_id, lock=True)["pk"])
 
+    def dump_knowledge_base(self, kb_id):
+        """A knowledge base as one JSON-ready dict: IDs, versions, history, events, texts
+        (``kbcite.backup.dump``)."""
+        return backup.dump(self._ctx, kb_id)
+
+    def restore_knowledge_base(self, data, *, as_id=None):
+        """Make a knowledge base from a dump, keeping its IDs and history
+        (``kbcite.backup.restore``)."""
+        return backup.restore(self._ctx, data, as_id)
+
     def rebuild_index(self, kb_id):
         """Index a knowledge base's published articles anew (after damage to its index)."""
         with self._db.write():
@@ -350,13 +371,15 @@ class KBStore:
                                          progress=progress)
 
     def export_directory(self, kb_id, directory, *, include_drafts=False, edited=False,
-                         force=False, yes=False, dry_run=False, progress=None):
-        """Write the articles back to a folder as Markdown with front matter; returns what it
-        did to each (``kbcite.exporter.export_directory``)."""
+                         force=False, yes=False, dry_run=False, progress=None,
+                         front_matter=None):
+        """Write the articles back to a folder as Markdown (with front matter, or, edited,
+        each in the form it was imported in); returns what it did to each
+        (``kbcite.exporter.export_directory``)."""
         return exporter.export_directory(self._ctx, kb_id, directory,
                                          include_drafts=include_drafts, edited=edited,
                                          force=force, yes=yes, dry_run=dry_run,
-                                         progress=progress)
+                                         progress=progress, front_matter=front_matter)
 
     def sync_articles(self, kb_id, documents, *, prune=False, force=False, dry_run=False,
                       yes=False, progress=None):
@@ -365,12 +388,43 @@ class KBStore:
         return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
                                       dry_run=dry_run, yes=yes, progress=progress)
 
+    # -- proposals (writes mode review) ------------------------------------------------------------
+
+    def list_proposals(self, kb_id, *, states=("pending",),
+                       expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """A knowledge base's proposals in ``states``, oldest first: who, when, which article,
+        the size of the change, stale or not (overdue ones expire first)."""
+        return proposals.listing(self._ctx, kb_id, states, expire_days)
+
+    def show_proposal(self, kb_id, proposal_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """One proposal with its text, its base's and the current article's."""
+        return proposals.show(self._ctx, kb_id, proposal_id, expire_days)
+
+    def approve_proposal(self, kb_id, proposal_id, *, approver, rebase=False,
+                         expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Write a pending proposal as one new version (compare-and-swap against its base, or
+        re-applied with ``rebase``); the version's actor is the agent, its approver the
+        person."""
+        return proposals.approve(self._ctx, kb_id, proposal_id, approver, rebase=rebase,
+                                 expire_days=expire_days)
+
+    def reject_proposal(self, kb_id, proposal_id, *, approver, reason,
+                        expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Reject a pending proposal with a reason; the agent hears of it in the log."""
+        return proposals.reject(self._ctx, kb_id, proposal_id, approver, reason,
+                                expire_days=expire_days)
+
+    def expire_proposals(self, kb_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
+        """Expire the pending proposals older than ``expire_days`` days; returns how many."""
+        return proposals.expire(self._ctx, kb_id, expire_days)
+
     # -- bearer tokens (the HTTP server's clients; ``self.tokens`` has the server's calls too) --
 
-    def create_token(self, name, grants, writes="ask"):
+    def create_token(self, name, grants, writes="ask", review=False):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
-        is ever shown (the store keeps its SHA-256)."""
-        return self.tokens.create(name, grants, writes)
+        is ever shown (the store keeps its SHA-256); ``review``: its holder may approve and
+        reject proposals on the web pages."""
+        return self.tokens.create(name, grants, writes, review)
 
     def list_tokens(self):
         """Every token's name, grants, write mode, creation and revocation times."""

@@ -2,8 +2,9 @@
 
 A token is ``kbt_`` and 32 random bytes; the store keeps only its SHA-256, with the
 knowledge bases it grants and its write mode (``ask``: a person approves each edit;
-``allow``; ``deny``). Revoking one takes effect at its next request, and ends its sessions.
-The store hands them out as ``store.tokens``, a ``Tokens``.
+``allow``; ``deny``; ``review``: each edit is kept as a proposal for ``kb review``).
+Revoking one takes effect at its next request, and ends its sessions. The store hands them
+out as ``store.tokens``, a ``Tokens``.
 """
 
 import base64
@@ -16,8 +17,9 @@ from .errors import InvalidArgument, NotFound
 from .validation import check_people_string, shown
 from .versions import format_version
 
-# How a token lets its holder's edits through: a person approves each, all go, or none do.
-WRITE_MODES = ("ask", "allow", "deny")
+# How a token lets its holder's edits through: a person approves each as it is made (ask), all
+# go (allow), none do (deny), or each waits as a proposal for a person to review (review).
+WRITE_MODES = ("ask", "allow", "deny", "review")
 
 # Tokens are 32 random bytes (RFC 6750 bearer tokens need no more), prefixed so that one
 # found in a log or a repository is recognisable, and stored only as a SHA-256.
@@ -71,9 +73,10 @@ class Tokens:
     def __init__(self, ctx):
         self._ctx = ctx
 
-    def create(self, name, grants, writes="ask"):
+    def create(self, name, grants, writes="ask", review=False):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
-        is ever shown (the store keeps its SHA-256)."""
+        is ever shown (the store keeps its SHA-256). ``review``: its holder may approve and
+        reject proposals on the web pages."""
         check_people_string(name, "name", TOKEN_NAME_MAX)
         grants = list(dict.fromkeys(grants))
         if not grants:
@@ -92,7 +95,7 @@ class Tokens:
             for kb_id in grants:
                 access.knowledge_base(db, kb_id)
             db.token_insert(name, token_digest(token), json.dumps(grants), writes,
-                            format_version(self._ctx.now_us()))
+                            format_version(self._ctx.now_us()), bool(review))
         return token
 
     def list(self):
@@ -100,7 +103,8 @@ class Tokens:
         db = self._ctx.db
         with db.read():
             rows = db.token_list()
-        return [dict(row, grants=json.loads(row["grants"])) for row in rows]
+        return [dict(row, grants=json.loads(row["grants"]), review=bool(row["review"]))
+                for row in rows]
 
     def revoke(self, name):
         """Revoke a token: its next request is refused and its sessions end. Returns the
@@ -118,7 +122,8 @@ class Tokens:
             return revoked_at
 
     def principal(self, token):
-        """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
+        """``{name, grants, writes, review}`` of a live token, or None for an unknown or
+        revoked one."""
         db = self._ctx.db
         if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
             return None
@@ -126,7 +131,8 @@ class Tokens:
             row = db.token_by_hash(token_digest(token))
         if row is None:
             return None
-        return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"]}
+        return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"],
+                "review": bool(row["review"])}
 
     def refusal(self, token):
         """Why ``principal`` refused a token, in words for the server's log (never the token)."""
@@ -153,6 +159,7 @@ class Tokens:
         secret = secrets.token_urlsafe(32)
         sessions.Sessions(self._ctx).open(
             secret_digest(secret), name, KIND_LINK,
-            {"grants": json.loads(row["grants"]), "writes": row["writes"]}, idle_s=LINK_TTL_S,
+            {"grants": json.loads(row["grants"]), "writes": row["writes"],
+             "review": bool(row["review"])}, idle_s=LINK_TTL_S,
             per_token=WEB_SESSIONS_PER_TOKEN)
         return pack(name, secret)

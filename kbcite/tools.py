@@ -8,8 +8,8 @@ The store dispatches each name to its handler (``kbcite.store.HANDLERS``).
 
 from .limits import (
     CITATIONS_MAX, EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED,
-    EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX, ID_MAX, KEY_MAX, QUERY_MAX, QUERY_MIN,
-    RESOURCE_TYPES, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SUMMARY_MAX, TITLE_MAX, VERSION_MAX,
+    EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX, ID_MAX, KEY_MAX, PROPOSAL_EVENTS, QUERY_MAX,
+    QUERY_MIN, RESOURCE_TYPES, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SUMMARY_MAX, TITLE_MAX, VERSION_MAX,
 )
 
 
@@ -82,9 +82,14 @@ _EVENT = {
     "properties": {
         "sequence": {"type": "integer", "minimum": 1},
         "type": {"type": "string",
-                 "enum": [EVENT_PUBLISHED, EVENT_UPDATED, EVENT_UNPUBLISHED, EVENT_DELETED]},
+                 "enum": [EVENT_PUBLISHED, EVENT_UPDATED, EVENT_UNPUBLISHED, EVENT_DELETED]
+                 + list(PROPOSAL_EVENTS)},
         "article_id": {"type": "string"},
         "updated_at": _UPDATED_AT,
+        # A proposal's events (writes mode review): which proposal, who decided, and why not.
+        "proposal_id": {"type": "integer", "minimum": 1},
+        "decided_by": {"type": ["string", "null"]},
+        "reason": {"type": "string"},
     },
     "required": ["sequence", "type", "article_id", "updated_at"],
     "additionalProperties": False,
@@ -132,6 +137,7 @@ TOOLS = [
                             "title": {"type": "string"},
                             "snippet": {"type": "string"},
                             "updated_at": _UPDATED_AT,
+                            "source": {"type": ["string", "null"]},
                             "citation": _CITATION,
                         }
                     ),
@@ -223,7 +229,14 @@ TOOLS = [
                 "citation": _CITATION,
                 "event": _EVENT,
                 "replayed": {"type": "boolean"},
-            }
+                # Where a person reviews edits (writes mode review): the edit is kept as a
+                # proposal, the article unchanged; the citation is the version it was made on.
+                "status": {"type": "string", "enum": ["proposed"]},
+                "proposal_id": {"type": "integer", "minimum": 1},
+                "base_version": _UPDATED_AT,
+                "review": {"type": "string"},
+            },
+            ["knowledge_base_id", "article_id", "citation", "event", "replayed"],
         ),
         "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
     },

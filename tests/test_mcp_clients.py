@@ -26,7 +26,6 @@ anyio = pytest.importorskip("anyio")
 httpx2 = pytest.importorskip("httpx2")
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
 import mcp.types as types  # noqa: E402
 
 OUTPUT = {tool["name"]: tool["outputSchema"] for tool in kbcite.TOOLS}
@@ -127,19 +126,26 @@ def test_the_sdk_over_streamable_http(served, mode, action):
         server.stop()
 
 
-def test_the_sdk_without_elicitation_is_told_the_capability_is_missing(served):
-    """2026-07-28 basic/index.mdx: -32021 when the client cannot be asked."""
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_the_sdk_without_elicitation_gets_a_proposal(served, mode):
+    """A client that cannot be asked under --writes ask: the edit waits for kb review."""
     async def main():
-        async with Client(stdio_params(served), mode="2026-07-28") as client:
+        async with Client(stdio_params(served), mode=mode) as client:
             read = await client.call_tool("read_knowledge_article", {
                 "knowledge_base_id": "support", "article_id": served.password})
-            with pytest.raises(MCPError) as info:
-                await client.call_tool(EDIT, {
-                    "knowledge_base_id": "support", "article_id": served.password, "content": "x",
-                    "expected_version": read.structured_content["updated_at"],
-                    "idempotency_key": "k"})
-            return info.value.error.code
-    assert anyio.run(main) == -32021
+            edited = await client.call_tool(EDIT, {
+                "knowledge_base_id": "support", "article_id": served.password, "content": "x",
+                "expected_version": read.structured_content["updated_at"],
+                "idempotency_key": "k"})
+            check_schema(edited.structured_content, OUTPUT[EDIT])
+            return edited
+    before = content_of(served)
+    edited = anyio.run(main)
+    assert not edited.is_error and edited.structured_content["status"] == "proposed"
+    assert content_of(served) == before
+    with kbcite.KBStore(str(served.path)) as store:
+        assert [p["proposal_id"] for p in store.list_proposals("support")] == [
+            edited.structured_content["proposal_id"]]
 
 
 def test_two_http_servers_one_client_alternating_with_an_approval_across(served, tmp_path):
@@ -231,8 +237,9 @@ def test_the_inspector_cli_lists_and_calls_over_http(served, era):
 
 
 @pytest.mark.slow
-def test_the_inspector_cli_cannot_approve_and_is_told_why(served):
-    """The CLI declares no elicitation capability: an edit that needs approval is -32021."""
+def test_the_inspector_cli_cannot_approve_and_gets_a_proposal(served):
+    """The CLI declares no elicitation capability: an edit that needs approval is kept as a
+    proposal for a person to review."""
     server = Server(served.path)
     try:
         with kbcite.KBStore(str(served.path)) as store:
@@ -242,8 +249,8 @@ def test_the_inspector_cli_cannot_approve_and_is_told_why(served):
                          "--tool-arg", "article_id=%s" % served.password, "--tool-arg",
                          "content=from the inspector", "--tool-arg",
                          "expected_version=%s" % version, "--tool-arg", "idempotency_key=i1")
-        assert done.returncode != 0
-        assert "elicitation capability" in done.stderr
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["result"]["structuredContent"]["status"] == "proposed"
         assert content_of(served) != "from the inspector"
     finally:
         server.stop()

@@ -12,6 +12,14 @@ from kbcite.server.approval import question_text
 from support.commands import ROOT
 from support.stdio_client import EDIT
 
+try:  # imported before any test captures stderr: the SDK keeps sys.stderr for its servers
+    import anyio
+    import mcp
+    import mcp.types as types
+    from mcp import Client, StdioServerParameters
+except ImportError:  # Python 3.9 has no SDK
+    mcp = None
+
 # About 5 KB of a page, line by line, none of them the line appended.
 PAGE = "\n".join("- Step %d: run `tool --option-%d` and read what it prints." % (n, n)
                  for n in range(90))
@@ -21,7 +29,8 @@ APPENDED = "`sudo rm -rf --no-preserve-root /`"
 def rebuilt(old, new):
     """The newer text, rebuilt from the older one and the opcodes alone."""
     a, b, codes = opcodes(old, new)
-    every = old.splitlines(True)  # the tests' texts hold no line break but "\n"
+    every = [line + "\n" for line in old.split("\n")][:-1] + (
+        [old.rsplit("\n", 1)[-1]] if not old.endswith("\n") and old else [])
     assert a.count == len(every)
     out = []
     for tag, i1, i2, j1, j2 in codes:
@@ -32,7 +41,7 @@ def rebuilt(old, new):
 def test_the_opcodes_rebuild_the_new_text_whatever_the_lines():
     rng = random.Random(7)
     for _ in range(2000):
-        alphabet = rng.choice(["ab\n", "a\n\n", "xyz\n"])
+        alphabet = rng.choice(["ab\n", "a\n\n", "xyz\n", "a\r\n\u2028"])
         old = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         new = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         assert rebuilt(old, new) == new, (old, new)
@@ -95,11 +104,8 @@ def page_store(tmp_path, engine, request):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_the_sdk_is_asked_with_the_appended_line_in_the_question(page_store, mode):
-    pytest.importorskip("mcp", reason="the official MCP SDK (pip install mcp, Python >= 3.10) "
-                                      "is not installed")
-    import anyio
-    import mcp.types as types
-    from mcp import Client, StdioServerParameters
+    if mcp is None:
+        pytest.skip("the official MCP SDK (pip install mcp, Python >= 3.10) is not installed")
 
     address, article = page_store
     asked = []

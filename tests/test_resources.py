@@ -470,6 +470,33 @@ def test_which_events_notify_which_uris():
         assert changes([event(kind)], uris, True) == ([current, pinned], True)
         assert changes([event(kind)], uris, False) == ([current, pinned], False)
     assert changes([event("updated", "art-3")], uris, True) == ([], False)
+    # A proposal's events (writes mode review) reach the pinned URI of the version it was made
+    # from, whose subscriber proposed, never the current one nor the list.
+    for kind in ("created", "approved", "rejected", "expired"):
+        proposal = {"type": "proposal." + kind, "article_id": "art-1"}
+        assert changes([proposal], uris, True) == ([pinned], False)
+
+
+def test_a_pinned_subscriber_hears_its_proposal_decided(start, db):
+    """Under --writes review the agent subscribes to the version it proposed from, and is told
+    when a person decides."""
+    client = start(db.path, writes="review")
+    client.initialize()
+    read = structured(client.tool("read_knowledge_article", knowledge_base_id=KB,
+                                  article_id=db.password))
+    pinned = uri(db.password, read["updated_at"])
+    assert client.call("resources/subscribe", {"uri": pinned})["result"] == {}
+    proposed = structured(client.tool("edit_knowledge_article", knowledge_base_id=KB,
+                                      article_id=db.password, content="Proposed.",
+                                      expected_version=read["updated_at"],
+                                      idempotency_key="p1"))
+    assert proposed["status"] == "proposed"
+    message, _ = recv_until(client, "notifications/resources/updated")  # proposal.created
+    assert message["params"] == {"uri": pinned}
+    with kbcite.KBStore(str(db.path)) as store:
+        store.reject_proposal(KB, proposed["proposal_id"], approver="bob", reason="no")
+    message, elapsed = recv_until(client, "notifications/resources/updated")
+    assert message["params"] == {"uri": pinned} and elapsed < 1.0, elapsed
 
 
 def test_a_subscriber_holds_at_most_its_limit_of_uris():

@@ -341,17 +341,23 @@ def test_a_declined_cancelled_or_failed_question_writes_nothing(start, db, reply
     ("2025-11-25", {"elicitation": {"url": {}}}),
     ("2025-03-26", {"elicitation": {}}),
 ])
-def test_a_client_that_cannot_ask_gets_edits_refused(start, db, version, capabilities):
+def test_a_client_that_cannot_ask_gets_a_proposal(start, db, version, capabilities):
     client = start(db.path)
     client.initialize(version, capabilities)
     before = store_read(db, db.password)
-    call_id, _ = begin_edit(client, db)
+    call_id, version_read = begin_edit(client, db)
     response = client.recv()  # the answer itself: no elicitation/create was sent
     assert response["id"] == call_id
-    error = error_of(response["result"])
-    assert error["code"] == "write_not_approved"
-    assert "--writes ask" in error["message"] and "--writes allow" in error["message"]
-    assert store_read(db, db.password) == before
+    proposed = structured(response["result"])
+    assert proposed["status"] == "proposed" and proposed["replayed"] is False
+    assert proposed["citation"]["updated_at"] == version_read
+    assert proposed["event"]["type"] == "proposal.created"
+    after = store_read(db, db.password)  # nothing written until a person approves
+    assert (after["content"], after["updated_at"]) == (before["content"], before["updated_at"])
+    assert after["head_sequence"] == before["head_sequence"] + 1  # its proposal.created
+    with kbcite.KBStore(str(db.path)) as store:
+        [pending] = store.list_proposals("support")
+    assert pending["proposal_id"] == proposed["proposal_id"]
 
 
 def test_no_question_before_the_client_says_initialized(start, db):

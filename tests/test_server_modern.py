@@ -217,22 +217,26 @@ def test_an_approved_call_sent_again_is_a_replay_never_asked_again(start, db):
     assert store_head(db) == head + 1
 
 
-def test_a_client_that_cannot_be_asked_gets_missing_capability(start, db):
-    """basic/index.mdx: "MUST return a MissingRequiredClientCapabilityError (-32021)";
-    mrtr.mdx rule 7: no elicitation request to a client that did not declare it."""
+def test_a_client_that_cannot_be_asked_gets_a_proposal(start, db):
+    """mrtr.mdx rule 7: no elicitation request to a client that did not declare it; the edit
+    is kept for a person to review instead (kb review), and the answer says so."""
     client = start(db.path)
     before = store_read(db, db.password)
-    for capabilities in ({}, {"elicitation": {"url": {}}}):
-        arguments = edit_args(db, db.password, before["updated_at"], "x", "k")
+    for n, capabilities in enumerate(({}, {"elicitation": {"url": {}}})):
+        arguments = edit_args(db, db.password, before["updated_at"], "x%d" % n, "k%d" % n)
         response = call(client, "tools/call", {"name": EDIT, "arguments": arguments},
                         capabilities)
-        assert response["error"]["code"] == -32021
-        assert response["error"]["data"] == {"requiredCapabilities": {
-            "elicitation": {"form": {}}}}
+        proposed = structured(response["result"])
+        assert proposed["status"] == "proposed" and proposed["proposal_id"] == n + 1
+        assert proposed["citation"]["updated_at"] == before["updated_at"]
+        assert "kb review show support %d" % (n + 1) in proposed["review"]
+        after = store_read(db, db.password)
+        assert (after["content"], after["updated_at"]) == (before["content"],
+                                                           before["updated_at"])
     # A doomed edit is a tool error, whatever the capabilities: nobody is asked about it.
     stale = tool(client, EDIT, edit_args(db, db.password, "2020-01-01T00:00:00Z", "x", "k2"))
     assert error_of(stale)["code"] == "version_conflict"
-    assert store_read(db, db.password) == before
+    assert store_read(db, db.password)["content"] == before["content"]
 
 
 def test_two_servers_share_an_approval_through_the_secret(start, db, tmp_path):

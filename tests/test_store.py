@@ -13,6 +13,7 @@ from kbcite import TOOLS, KBStore, ToolError
 from kbcite import edits, limits, tools
 from kbcite.engines import sqlite as sqlite_engine
 from kbcite.search.text import query_terms
+from kbcite.search.tiers import TIERED_TERMS_MAX
 
 KB = "kb-main"
 GRANTED = frozenset({KB})
@@ -1277,7 +1278,8 @@ def test_search_puts_articles_with_every_word_first(corpus_store):
     spanning = 0
     for query in _queries(titles):
         words = [w for w in query_terms(query) if re.fullmatch(r"[a-z]+", w)]
-        if len(words) != len(query_terms(query)) or len(words) < 3:
+        # Tiers rank the short queries; a longer one is a question, ranked by score.
+        if len(words) != len(query_terms(query)) or not 3 <= len(words) <= TIERED_TERMS_MAX:
             continue
         results = search(store, query, limit=20)["results"]
         texts = [store.get_article(KB, r["article_id"]) for r in results]
@@ -1289,7 +1291,7 @@ def test_search_puts_articles_with_every_word_first(corpus_store):
         tiers = [min(missing(a), 2) for a in texts]
         assert tiers == sorted(tiers), (query, tiers)
         spanning += len(set(tiers)) > 1
-    assert spanning > 10  # queries whose hits span more than one tier were checked
+    assert spanning > 5  # queries whose hits span more than one tier were checked
 
 
 @pytest.mark.parametrize("name, arguments", [

@@ -18,7 +18,9 @@ import sys
 
 from ..errors import ToolError
 from ..store import KBStore
-from .admin import cmd_audit, cmd_init, cmd_knowledge_bases, cmd_reindex, cmd_token
+from .admin import (
+    cmd_audit, cmd_dump, cmd_init, cmd_knowledge_bases, cmd_reindex, cmd_restore, cmd_token,
+)
 from .articles import (
     cmd_add, cmd_delete, cmd_edit, cmd_events, cmd_list, cmd_publish, cmd_read, cmd_save,
     cmd_search, cmd_unpublish,
@@ -26,6 +28,7 @@ from .articles import (
 from .completion import script
 from .folders import cmd_export, cmd_import
 from .history import cmd_diff, cmd_history, cmd_revert
+from .review import cmd_review
 from .messages import (
     EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, Conflict,
     Interrupted, person_message,
@@ -40,6 +43,8 @@ COMMANDS = {
     "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
     "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "history": cmd_history,
     "diff": cmd_diff, "revert": cmd_revert, "delete": cmd_delete, "export": cmd_export,
+    "dump": cmd_dump, "restore": cmd_restore,
+    "review": cmd_review,
     "upgrade": None,  # upgrade opens the store its own way (main)
     "completion": None,  # completion needs no store
 }
@@ -63,7 +68,7 @@ def main(argv=None):
                       else "%s is already at schema %d" % (args.db, new), file=out)
             status = EXIT_OK
         else:
-            with KBStore(args.db, create=args.command == "init") as store:
+            with KBStore(args.db, create=args.command in ("init", "restore")) as store:
                 status = COMMANDS[args.command](store, args, out)
         out.flush()
     except Conflict as exc:

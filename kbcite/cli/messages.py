@@ -27,6 +27,13 @@ CLI_NAMES = {
     "keep_days": "--keep-days",
     "actor": "--actor",
     "summary": "--summary",
+    "approver": "--actor",
+    "reason": "--reason",
+    "expire_days": "--expire-days",
+    # The Python API's keyword arguments, as the store's messages name them.
+    "skip_bad=True": "--skip-bad",
+    "yes=True": "--yes",
+    "force=True": "--force",
 }
 
 
@@ -52,6 +59,8 @@ def person_message(error):
     details = error.details
     if isinstance(error, CommandError):
         return error.message
+    if error.code in ("version_conflict", "not_found") and "proposal_id" in details:
+        return error.message  # worded for the review commands already
     if error.code == "version_conflict":
         kb, article = details["knowledge_base_id"], details["article_id"]
         return ("article %s in knowledge base %s has changed since version %s: it is now at %s. "

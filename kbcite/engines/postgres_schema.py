@@ -1,13 +1,15 @@
 """The PostgreSQL store's schema: its tables as SQL, in the order a new store creates them, and
 the migrations from each older schema."""
 
+from .sql.proposals import PROPOSALS_SQL
 from .sql.sessions import SESSIONS_SQL
-from .sql.tokens import TOKENS_SQL
+from .sql.articles import ARTICLES_CHANGED_SQL
+from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL
 
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
           "idempotency", "search_docs", "search_terms", "title_terms", "tokens", "sessions",
-          "session_messages")
+          "session_messages", "proposals")
 
 # Each text an article has had, stored once (schema 4). Uncompressed out-of-line storage: a
 # snippet's substr() reads the first chunks of a long article, not all of it.
@@ -36,9 +38,14 @@ CREATE TABLE versions (
     bytes INTEGER NOT NULL,
     actor TEXT,
     summary TEXT,
+    approver TEXT,
     PRIMARY KEY (article_pk, version_us)
 )
 """
+# The versions table as schema 4 made it (schema 6 added the approver).
+VERSIONS_SQL_4 = VERSIONS_SQL.replace("    approver TEXT,\n", "")
+# Proposals (schema 6), as on SQLite.
+POSTGRES_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="BIGSERIAL PRIMARY KEY", big="BIGINT")
 
 SCHEMA_SQL = """
 CREATE TABLE kb_meta (
@@ -89,6 +96,7 @@ CREATE TABLE idempotency (
     PRIMARY KEY (kb_pk, key)
 );
 CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
+""" + ARTICLES_CHANGED_SQL + """;
 CREATE TABLE search_docs (
     pk BIGINT PRIMARY KEY REFERENCES articles(pk),
     kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
@@ -117,7 +125,7 @@ CREATE TABLE title_terms (
     pk BIGINT NOT NULL,
     PRIMARY KEY (kb_pk, term, title_len, pk)
 );
-""" + TOKENS_SQL + ";" + SESSIONS_SQL
+""" + TOKENS_SQL + ";" + SESSIONS_SQL + ";" + POSTGRES_PROPOSALS_SQL
 
 # The statements that take a store from each schema to the next (PostgreSQL stores began at
 # schema 2), all run in the upgrade's one transaction.
@@ -139,7 +147,7 @@ MIGRATIONS = {
         "ALTER TABLE articles ADD COLUMN text_pk BIGINT REFERENCES texts(pk)",
         "UPDATE articles SET text_pk = pk",
         "ALTER TABLE articles ALTER COLUMN text_pk SET NOT NULL",
-        "ALTER TABLE articles DROP COLUMN content"] + VERSIONS_SQL.split(";") + [
+        "ALTER TABLE articles DROP COLUMN content"] + VERSIONS_SQL_4.split(";") + [
         "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, "
         "sequence, event, published, title, text_pk, bytes) SELECT a.pk, "
         "a.version_us, a.kb_pk, a.updated_at, 'upgrade', e.sequence, e.type, "
@@ -150,4 +158,9 @@ MIGRATIONS = {
         "l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at"],
     # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
     4: SESSIONS_SQL.split(";"),
+    # Schema 6: proposals (writes mode review), who approved a version, the tokens that
+    # may approve, and the index of the newest changes.
+    5: ["ALTER TABLE versions ADD COLUMN approver TEXT", TOKENS_REVIEW_SQL,
+        ARTICLES_CHANGED_SQL]
+    + POSTGRES_PROPOSALS_SQL.split(";"),
 }

@@ -1,8 +1,10 @@
 """The SQLite store's schema: its tables as SQL (its full-text tables too), and the migrations
 from each older schema."""
 
+from .sql.proposals import PROPOSALS_SQL
 from .sql.sessions import SESSIONS_SQL
-from .sql.tokens import TOKENS_SQL
+from .sql.articles import ARTICLES_CHANGED_SQL
+from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL, TOKENS_SQL_5
 
 ARTICLES_SQL = """
 CREATE TABLE {name} (
@@ -40,8 +42,13 @@ CREATE TABLE versions (
     bytes INTEGER NOT NULL,
     actor TEXT,
     summary TEXT,
+    -- Who approved it, for an agent's proposal a person approved (writes mode review).
+    approver TEXT,
     PRIMARY KEY (article_pk, version_us)
 ) WITHOUT ROWID"""
+# The versions table as schema 4 made it (schema 6 added the approver).
+VERSIONS_SQL_4 = "\n".join(line for line in VERSIONS_SQL.split("\n")
+                           if "approver" not in line and "approved it" not in line)
 
 # knowledge_bases.import_root: the folder the last import read (made absolute), for the guard
 # on --prune. (A comment inside that column's line would break SQLite's DROP COLUMN.)
@@ -85,6 +92,7 @@ CREATE TABLE idempotency (
     PRIMARY KEY (kb_pk, key)
 ) WITHOUT ROWID;
 CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
+""" + ARTICLES_CHANGED_SQL + """;
 """
 SEARCH_SQL = """
 -- Search: what ranking needs of each published article, per-term article counts, and each
@@ -112,7 +120,9 @@ CREATE TABLE title_terms (
     PRIMARY KEY (kb_pk, term, title_len, pk)
 ) WITHOUT ROWID;
 """
-SCHEMA_SQL = CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";"
+SQLITE_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="INTEGER PRIMARY KEY", big="INTEGER")
+SCHEMA_SQL = (CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";" +
+              SQLITE_PROPOSALS_SQL + ";")
 
 # Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).
@@ -122,7 +132,7 @@ MIGRATIONS = {
         "CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us)",
         "ALTER TABLE knowledge_bases ADD COLUMN title_tokens INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE knowledge_bases ADD COLUMN body_tokens INTEGER NOT NULL DEFAULT 0"]
-    + SEARCH_SQL.split(";") + TOKENS_SQL.split(";"),
+    + SEARCH_SQL.split(";") + TOKENS_SQL_5.split(";"),
     # Schema 2 to 3: each knowledge base gains a title index (``upgrade_schema`` makes and fills
     # it from the stored title tokens; nothing is re-indexed).
     2: [],
@@ -140,7 +150,7 @@ MIGRATIONS = {
         "published, version_us, updated_at, source, import_version, pk FROM articles",
         "DROP TABLE articles",
         "ALTER TABLE articles_new RENAME TO articles",
-        VERSIONS_SQL,
+        VERSIONS_SQL_4,
         "CREATE TEMP TABLE last_events AS SELECT kb_pk, article_id, max(sequence) AS sequence "
         "FROM events GROUP BY kb_pk, article_id",
         "INSERT INTO versions (article_pk, version_us, kb_pk, updated_at, action, sequence, "
@@ -152,6 +162,10 @@ MIGRATIONS = {
         "DROP TABLE temp.last_events"],
     # Schema 4 to 5: the HTTP server's handshake sessions (kbcite.sessions).
     4: SESSIONS_SQL.split(";"),
+    # Schema 5 to 6: proposals (writes mode review), who approved a version, the tokens
+    # that may approve, and the index of the newest changes.
+    5: ["ALTER TABLE versions ADD COLUMN approver TEXT", TOKENS_REVIEW_SQL, ARTICLES_CHANGED_SQL]
+    + SQLITE_PROPOSALS_SQL.split(";"),
 }
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is

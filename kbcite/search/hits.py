@@ -44,6 +44,9 @@ def search(ctx, args, granted, actor=None):
             "title": row["title"],
             "snippet": ctx.snippets.get(row, terms, work),
             "updated_at": row["updated_at"],
+            # Where an import found it (a path in the folder), else None: two articles of one
+            # title are told apart by it.
+            "source": row["source"],
             "citation": citation(kb_id, row["article_id"], row["updated_at"]),
         })
     return {"knowledge_base_id": kb_id, "query": args["query"], "results": results,

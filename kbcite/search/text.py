@@ -24,6 +24,10 @@ _DIACRITICS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 
+# Letters in square brackets glued to a word mark a command's option inside it, as cheat
+# sheets write them ("E[x]tract", "[c]reate", "Lis[t]"): the brackets go, the word stays whole.
+_GLUED_BRACKETS = re.compile(r"\[([^\W_]+)\](?=[^\W_])|(?<=[^\W_])\[([^\W_]+)\]")
+
 _word_re = None  # compiled on first use of non-ASCII text: it costs a few milliseconds
 
 
@@ -84,10 +88,16 @@ def _cjk_tokens(word, out):
         out.append("".join(other))
 
 
+def _unbracket(match):
+    return match.group(1) or match.group(2)
+
+
 def tokens(text):
     """The search tokens of ``text``, in order: normalized words, Chinese and Japanese as
     overlapping character pairs. The same function tokenizes articles and queries."""
     text = normalize(text)
+    if "[" in text:
+        text = _GLUED_BRACKETS.sub(_unbracket, text)
     if text.isascii():
         return _ASCII_WORD.findall(text)
     out = []

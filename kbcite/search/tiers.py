@@ -7,36 +7,77 @@ ones above hold fewer hits than asked for, so the work is bounded however common
 docs/search.md says which queries run, in what order.
 """
 
-from .ranking import CANDIDATES_PER_QUERY, QUERY_TERMS_MAX, idf, score, score_needles
-from .text import query_terms
+from collections import Counter
+
+from .ranking import (CANDIDATES_PER_QUERY, SCORED_TERMS_MAX, content_words, idf, score,
+                      score_needles)
+from .text import query_terms, tokens
+
+# Queries of at most this many words are ranked in tiers (every word, all but one, any): a
+# short query names what it wants, every word of it. A longer one is a question, whose words
+# an answer need not all hold: it is ranked by its score alone (each word weighed by its
+# rarity and by how often the question says it), the candidates gathered rarest word first.
+TIERED_TERMS_MAX = 4
+
+# A question gathers, rarest word first, the articles holding its words until this many
+# (the rarer words' lists whole; an article holding only common words is seldom among the
+# best), and for every word the shortest titles holding it.
+QUESTION_CANDIDATES = 150
+
+# The every-word queries of a question use at most this many of its words, the rarest: ten
+# already pin an article down.
+QUESTION_EVERY_TERMS = 10
+
+
+def query_stats(db, kb, text):
+    """``(terms, stats)`` of a query: the terms known to the knowledge base's published
+    articles (the rarest ``SCORED_TERMS_MAX``, in the query's order) and what ``score``
+    needs: average lengths, each term's idf and weight, the query's words as a phrase."""
+    said = tokens(text)
+    terms = query_terms(text)
+    counts = db.term_counts(kb["pk"], terms) if terms else {}
+    # A word no published article holds cannot tell articles apart: it is ignored.
+    terms = [term for term in terms if term in counts]
+    if len(terms) > SCORED_TERMS_MAX:
+        keep = set(_rarest(terms, counts)[:SCORED_TERMS_MAX])
+        terms = [term for term in terms if term in keep]
+    n = kb["published_count"]
+    weight = Counter(term for term in said if term in counts)
+    phrase = content_words(said)
+    stats = {"avg_title": kb["title_tokens"] / n if n else 0.0,
+             "avg_body": kb["body_tokens"] / n if n else 0.0,
+             # An article holds a term if either field does: at least the larger count.
+             "idf": {t: idf(max(counts[t]), n) for t in terms},
+             "weight": {t: weight[t] or 1 for t in terms},
+             # Only a short query names a page by its title; a question's words name topics.
+             "phrase": " %s " % " ".join(phrase) if len(terms) <= TIERED_TERMS_MAX else "",
+             "exact": phrase, "counts": counts}
+    return terms, stats
+
+
+def _rarest(terms, counts):
+    """``terms``, the rarest first (ties in the query's order)."""
+    return sorted(terms, key=lambda t: (sum(counts[t]), terms.index(t)))
 
 
 def ranked(db, kb, text, limit, work):
     """The pks of a query's top hits, best first, and the terms they were ranked by.
 
-    Tiers first: articles holding every query word, then all words but one, then any
-    word (``ranking.score`` counts them); within a tier, the BM25F score, title over body;
-    ties by article ID. The tiers are gathered by a few index queries of at most
-    ``CANDIDATES_PER_QUERY`` rows each (docs/search.md says which, in what order), and a
-    lower tier only when the ones above hold fewer than ``limit`` hits: the work is
-    bounded, however common the words.
+    First an article whose title is the query (its words, function words aside); then, for
+    a query of at most ``TIERED_TERMS_MAX`` words, the tiers: articles holding every word,
+    all words but one, any word; within a tier (or, for a longer question, among all),
+    the BM25F score (``ranking.score``); ties by article ID. The candidates are gathered
+    by a few index queries of at most ``CANDIDATES_PER_QUERY`` rows each (docs/search.md
+    says which, in what order), a lower tier only when the ones above hold fewer than
+    ``limit`` hits: the work is bounded, however common the words.
     """
-    terms = query_terms(text)
+    terms, stats = query_stats(db, kb, text)
     work.update(terms=terms, queries=0, scored=0, snippet_chars=0)
-    counts = db.term_counts(kb["pk"], terms) if terms else {}
-    # A word no published article holds cannot tell articles apart: it is ignored.
-    terms = [term for term in terms if term in counts]
-    if len(terms) > QUERY_TERMS_MAX:
-        rarest = sorted(terms, key=lambda t: (sum(counts[t]), terms.index(t)))
-        keep = set(rarest[:QUERY_TERMS_MAX])
-        terms = [term for term in terms if term in keep]
-    work["terms"] = terms
     if not terms:
         return [], terms
-    n = kb["published_count"]
-    stats = {"avg_title": kb["title_tokens"] / n, "avg_body": kb["body_tokens"] / n,
-             "idf": {t: (idf(counts[t][0], n), idf(counts[t][1], n))
-                     for t in terms}}
+    counts = stats["counts"]
+    tiered = len(terms) <= TIERED_TERMS_MAX
+    exact = stats["exact"]
     cap = max(CANDIDATES_PER_QUERY, limit)
     scored = {}
     needles = score_needles(terms)
@@ -50,11 +91,13 @@ def ranked(db, kb, text, limit, work):
             rows = [docs[pk] for pk in new] if docs is not None else db.search_docs(new)
             for row in rows:
                 held, value = score(row, needles, stats)
-                scored[row["pk"]] = (min(len(terms) - held, 2), -value, row["pk"])
+                named = content_words(row["title_terms"].split()) == exact
+                tier = min(len(terms) - held, 2) if tiered else 0
+                scored[row["pk"]] = (not named, tier, -value, row["pk"])
             work["scored"] += len(new)
 
     def enough(tier):
-        return sum(1 for key in scored.values() if key[0] <= tier) >= limit
+        return sum(1 for key in scored.values() if key[1] <= tier) >= limit
 
     def ask(queries):
         # Each query's articles, where fewer than the cap hold it; else the first by ID
@@ -69,8 +112,25 @@ def ranked(db, kb, text, limit, work):
         gather(found, docs)
         return bool(full)
 
-    rarest_first = sorted(terms, key=lambda t: (sum(counts[t]), terms.index(t)))
-    if len(terms) == 1:
+    rarest_first = _rarest(terms, counts)
+    if not tiered:
+        # A question: the rarer words' articles whole, up to the budget, and the shortest
+        # titles holding each word (where a title the question names is).
+        prefix, total = [], 0
+        for term in rarest_first:
+            if prefix and total + sum(counts[term]) > QUESTION_CANDIDATES:
+                break
+            prefix.append(term)
+            total += sum(counts[term])
+        # And the articles holding every word (of the rarest ten), anywhere and in the title:
+        # where a title the question is, and the runners-up of a long title's search.
+        every = rarest_first[:QUESTION_EVERY_TERMS]
+        found, docs = db.match_docs(kb["pk"], [([t], False, 0) for t in prefix]
+                                    + [(every, False, 0), (every, True, 0)],
+                                    QUESTION_CANDIDATES)
+        gather(found, docs)
+        gather(db.title_candidates(kb["pk"], rarest_first, limit))
+    elif len(terms) == 1:
         gather(db.title_candidates(kb["pk"], terms, cap)
                + db.match(kb["pk"], [(terms, False, 0)], cap))
     elif len(terms) == 2:
@@ -89,12 +149,11 @@ def ranked(db, kb, text, limit, work):
             # articles with the shortest titles holding it (its best title scores), then,
             # only if still short, the first articles holding it anywhere. Asking for as
             # many more as are already scored keeps those from using up the places.
-            short = limit - sum(1 for key in scored.values() if key[0] <= 1)
+            short = limit - sum(1 for key in scored.values() if key[1] <= 1)
             gather(db.title_candidates(kb["pk"], rarest_first,
-                                             min(cap, short + len(scored))))
+                                       min(cap, short + len(scored))))
             if len(scored) < limit:
                 gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first],
-                                      min(cap, short + len(scored))))
+                                min(cap, short + len(scored))))
     best = sorted(scored.values())[:limit]
-    return [key[2] for key in best], terms
-
+    return [key[3] for key in best], terms

@@ -3,7 +3,9 @@
 In a handshake session the server asks through ``elicitation/create`` and waits; in
 2026-07-28 it answers ``input_required`` with the question and a signed, expiring handle, and
 finishes when the client comes back with the answer and the handle (``ApprovalSigner``).
-``Approvals`` runs both; the protocol hands it every such edit.
+``Approvals`` runs both; the protocol hands it every such edit. A client that cannot be
+asked (no form elicitation) gets its edit kept as a proposal for ``kb review`` instead, as
+every edit is under ``--writes review``.
 """
 
 import base64
@@ -17,8 +19,7 @@ import time
 from ..errors import ToolError
 from ..linediff import CHANGED_CHARS, printable, unified
 from ..validation import shown
-from .jsonrpc import (INVALID_PARAMS, MISSING_CAPABILITY, RpcError, to_json, tool_error,
-                      tool_result)
+from .jsonrpc import INVALID_PARAMS, RpcError, to_json, tool_error, tool_result
 from .session import ASK_TIMEOUT_S
 
 # Elicitation arrived in 2025-06-18: an older session has no way to ask the person anything.
@@ -235,13 +236,40 @@ class Approvals:
                  "article_id": preview["article_id"]}
         if ctx.modern:
             if not client_supports_form_elicitation(ctx.client_capabilities):
-                raise RpcError(MISSING_CAPABILITY, "Server requires the elicitation capability "
-                               "(form mode) for this request: this caller's edits need a "
-                               "person's approval", {"requiredCapabilities": {
-                                   "elicitation": {"form": {}}}})
+                # Nobody can be asked through this client: a person reviews it later instead.
+                log.info("%s: the client cannot be asked (no form elicitation); kept as a "
+                         "proposal", name)
+                return self.propose(arguments, ctx)
             return self._input_required(preview, name, arguments, ctx)
+        if self._cannot_ask(ctx.session):
+            log.info("%s: %s; kept as a proposal", name, self._cannot_ask(ctx.session))
+            return self.propose(arguments, ctx)
         self._ask_in_session(preview, where, ctx)
         return tool_result(self.run(name, arguments, ctx))
+
+    def propose(self, arguments, ctx):
+        """The edit kept as a proposal for a person to review (writes mode review, or ask
+        with a client that cannot be asked): success, ``status: "proposed"``."""
+        call = ctx.call
+        with self.pool.writing(arguments.get("knowledge_base_id"), ctx.principal.grants,
+                               call.cancelled) as store:
+            store.clear_interrupt()
+            call.interrupt = store.interrupt
+            try:
+                return tool_result(store.propose_edit(arguments, granted=ctx.principal.grants,
+                                                      actor=ctx.principal.name))
+            finally:
+                call.interrupt = None
+
+    @staticmethod
+    def _cannot_ask(session):
+        """Why this session's client can never be asked (None where it can, or will)."""
+        if session.protocol_version < ELICITATION_SINCE:
+            return "this client speaks MCP %s, which has no elicitation" % \
+                session.protocol_version
+        if not client_supports_form_elicitation(session.client_capabilities):
+            return "this client did not declare the elicitation capability (form mode)"
+        return None
 
     def _finish(self, name, arguments, params, ctx):
         """A 2026-07-28 retry carrying the person's answer and the handle it was asked with."""
@@ -276,21 +304,14 @@ class Approvals:
     def _ask_in_session(self, preview, where, ctx):
         """Ask the person through elicitation/create; returns if they accept."""
         session = ctx.session
-        why_not = None
-        if session.protocol_version < ELICITATION_SINCE:
-            why_not = ("this client speaks MCP %s, which has no elicitation"
-                       % session.protocol_version)
-        elif not client_supports_form_elicitation(session.client_capabilities):
-            why_not = "this client did not declare the elicitation capability (form mode)"
-        elif not session.initialized:
-            why_not = "the client has not sent notifications/initialized yet"
-        if why_not:
+        if not session.initialized:
             raise WriteNotApproved(
                 "Edits need a person's approval: this caller's writes are set to ask (--writes "
                 "ask, or a token made with it), and the server asks through MCP elicitation "
-                "(form mode), but %s. Nothing was written. "
+                "(form mode), but the client has not sent notifications/initialized yet. "
+                "Nothing was written: send it, then retry. "
                 "To let this agent edit without asking, give it --writes allow (or a token "
-                "made with --writes allow); to refuse all edits, --writes deny." % why_not,
+                "made with --writes allow); to refuse all edits, --writes deny.",
                 reason="cannot_ask", **where)
         reply = ctx.ask(approval_request(
             preview, with_mode=session.protocol_version >= ELICITATION_MODE_SINCE))

@@ -267,6 +267,8 @@ class Protocol:
         try:
             if name == EDIT_TOOL and ctx.principal.writes == "ask":
                 return self.approvals.edit(name, arguments, params, ctx)
+            if name == EDIT_TOOL and ctx.principal.writes == "review":
+                return self.approvals.propose(arguments, ctx)
             return self.with_links(name, tool_result(self._run(name, arguments, ctx)), ctx)
         except ToolError as err:
             # Reported to the model as a result with isError, never as a JSON-RPC error: the

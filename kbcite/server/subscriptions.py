@@ -154,8 +154,11 @@ def changes(events, uris, list_changed):
     """``(URIs updated, whether the list changed)`` by a knowledge base's new events, for a
     subscriber's ``{URI: (kb, article, version)}`` of that knowledge base.
 
-    A current-version URI changes with every event of its article; a version's text never
-    changes, only whether it can be read: its publish, unpublish, delete."""
+    A current-version URI changes with every change of its article; a version's text never
+    changes, only whether it can be read (its publish, unpublish, delete) and what became of
+    the proposals made from it: a proposal's events notify the version-pinned URIs of its
+    article, whose subscriber (the agent that proposed) learns the outcome, and never the
+    current one (a proposal changes nothing until approved, whose ``article.updated`` says so)."""
     by_article = {}
     for uri, parsed in uris.items():
         by_article.setdefault(parsed[1], []).append((uri, parsed[2]))
@@ -163,7 +166,10 @@ def changes(events, uris, list_changed):
     listed = False
     for event in events:
         listed = listed or (list_changed and event["type"] in LIST_EVENTS)
+        proposal = event["type"].startswith("proposal.")
         for uri, version in by_article.get(event["article_id"], ()):
+            if proposal and version is None:
+                continue
             if (version is None or event["type"] != "article.updated") and uri not in updated:
                 updated.append(uri)
     return updated, listed

@@ -4,10 +4,26 @@ from kbcite import KBStore
 from kbcite.engines import open_engine
 
 
-def as_schema_4(address, engine):
-    """Take a store back to schema 4: no handshake sessions for the HTTP server."""
+def as_schema_5(address, engine):
+    """Take a store back to schema 5: no proposals, no approver of a version."""
     with KBStore(address) as store:
         db = store._db
+        with db.write():
+            db.execute("DROP TABLE proposals")
+            db.execute("ALTER TABLE versions DROP COLUMN approver")
+            db.execute("ALTER TABLE tokens DROP COLUMN review")
+            db.execute("DROP INDEX articles_changed")
+            if engine == "sqlite":
+                db.execute("PRAGMA user_version = 5")
+            else:
+                db.execute("UPDATE kb_meta SET value = '5' WHERE key = 'schema_version'")
+
+
+def as_schema_4(address, engine):
+    """Take a store back to schema 4: no handshake sessions for the HTTP server."""
+    as_schema_5(address, engine)
+    db = open_engine(address, upgrading=True)
+    try:
         with db.write():
             db.execute("DROP TABLE session_messages")
             db.execute("DROP TABLE sessions")
@@ -15,6 +31,8 @@ def as_schema_4(address, engine):
                 db.execute("PRAGMA user_version = 4")
             else:
                 db.execute("UPDATE kb_meta SET value = '4' WHERE key = 'schema_version'")
+    finally:
+        db.close()
 
 
 def as_schema_3(address, engine):

@@ -11,10 +11,11 @@ from .events import EventSQL
 from .history import HistorySQL
 from .knowledge_bases import KnowledgeBaseSQL
 from .search import SearchSQL
+from .proposals import ProposalSQL
 from .sessions import SessionSQL
 from .tokens import TokenSQL
 
 
 class SharedSQL(KnowledgeBaseSQL, ArticleSQL, HistorySQL, EventSQL, SearchSQL, TokenSQL,
-                SessionSQL, AuditSQL):
+                SessionSQL, AuditSQL, ProposalSQL):
     """Every table's statements, for an engine to stand on."""

@@ -21,8 +21,9 @@ class AuditSQL:
     def audit_last_events(self, kb_pk):
         """Each article's last event."""
         last = {}
+        # A proposal's events say nothing of the article's state: they are left out.
         for r in self.rows("SELECT article_id, type, updated_at FROM events WHERE kb_pk = ? "
-                           "ORDER BY sequence", (kb_pk,)):
+                           "AND type NOT LIKE 'proposal.%' ORDER BY sequence", (kb_pk,)):
             last[r["article_id"]] = r
         return last
 
