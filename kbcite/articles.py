@@ -13,12 +13,14 @@ import contextlib
 from . import access, changes, events, history
 from .errors import InvalidArgument, VersionConflict, VersionNotFound, VersionPruned
 from .limits import (
-    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, ID_MAX,
+    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED,
     MAX_ARTICLES_PER_KB, TITLE_MAX,
 )
 from .search import index
 from .search.ranking import SearchDoc
-from .validation import check_content, check_new_article, check_people_string, check_title
+from .validation import (
+    check_content, check_kb_id, check_new_article, check_people_string, check_title,
+)
 from .tools import citation
 from .versions import format_version, next_version, parse_version
 
@@ -149,7 +151,7 @@ def insert(ctx, kb, items, published, *, action="create", actor=None):
 
 def create_knowledge_base(ctx, kb_id, name=None):
     """Create an empty knowledge base."""
-    check_people_string(kb_id, "kb_id", ID_MAX)
+    check_kb_id(kb_id)
     if name is not None:
         check_people_string(name, "name", TITLE_MAX)
     db = ctx.db

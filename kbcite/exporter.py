@@ -10,6 +10,10 @@ the mode a plain ``open`` would give it, or that of the file it replaces; and on
 the folder: a file whose folder leads elsewhere through a link, or that cannot be written (a
 file where a folder should be, a folder without write permission), is named in one refusal
 before anything is written.
+Exporting the articles edited since their import (``edited``) over the imported folder writes
+each file in its own form instead (``markdown.format_like``): a ``# `` heading stays a heading,
+front matter keeps only the keys it had, so the diff is the edit; the store's import record
+(source and version) ties the file to its article.
 
 What an export never does without being told: overwrite a file whose text differs from what
 it would write (``yes``), unless the file is the article's own earlier export, unchanged since;
@@ -28,7 +32,7 @@ from . import access, history
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
 from .folder import EXTENSIONS
 from .importer import normalized
-from .markdown import format_document, parse_document
+from .markdown import format_document, format_like, parse_document
 from .validation import check_source
 
 # What an export can do with one article, in the order a summary lists them.
@@ -115,18 +119,23 @@ def _on_disk(path):
         return None
 
 
-def plan_export(db, kb, rows, directory, edited, force, yes):
+def plan_export(db, kb, rows, directory, edited, force, yes, front_matter=True):
     """What an export would do with each article: ``write``, ``unchanged``, ``conflict``
     (edited: the file changed since its import too), or ``exists`` (a different file is
-    there and ``yes`` was not given)."""
+    there and ``yes`` was not given). Without ``front_matter``, a file that is there is
+    written in its own form (``format_like``), else with the full front matter."""
     actions = []
     for row in rows:
         path = target_path(row)
         meta = {"article_id": row["article_id"], "version": row["updated_at"],
                 "source": row["source"], "published": None if row["published"] else False}
-        text = format_document(row["title"], row["content"], meta)
         full = os.path.join(directory, *path.split("/"))
         current = _on_disk(full)
+        if current is not None and not front_matter:
+            text = format_like(current, row["title"], row["content"],
+                               dict(meta, published=bool(row["published"])))
+        else:
+            text = format_document(row["title"], row["content"], meta)
         action = {"article_id": row["article_id"], "path": path, "version": row["updated_at"],
                   "text": text}
         if current == text:
@@ -195,9 +204,10 @@ def _check_places(directory, writing):
 
 
 def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=False,
-                     force=False, yes=False, dry_run=False, progress=None):
+                     force=False, yes=False, dry_run=False, progress=None, front_matter=None):
     """Write a knowledge base's published articles (drafts too with ``include_drafts``;
     only those edited since their import with ``edited``) to ``directory`` as Markdown;
+    ``edited`` writes each file in the form it was imported in, unless ``front_matter``;
     returns ``{"actions", "counts", "dry_run"}``. Nothing is written when a file would be
     overwritten without ``yes``: the refusal names every such file."""
     db = ctx.db
@@ -206,12 +216,13 @@ def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=Fals
         rows = [row for row in db.articles_of(kb["pk"])
                 if (row["published"] or include_drafts)
                 and (not edited or (row["source"] and row["import_version"] != row["updated_at"]))]
-        actions = plan_export(db, kb, rows, directory, edited, force, yes)
+        actions = plan_export(db, kb, rows, directory, edited, force, yes,
+                              front_matter=not edited if front_matter is None else front_matter)
     blocked = [a for a in actions if a["action"] == "exists"]
     if blocked and not dry_run:
         raise InvalidArgument(
             "%d file(s) in %s hold other text than the export would write, so nothing was "
-            "written (yes=True, kb export --yes, overwrites them):\n%s"
+            "written (yes=True overwrites them):\n%s"
             % (len(blocked), directory, "\n".join("  " + a["path"] for a in blocked)),
             argument="directory", paths=[a["path"] for a in blocked])
     writing = [a for a in actions if a["action"] == "write"]

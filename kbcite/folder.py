@@ -1,9 +1,10 @@
 """A folder of Markdown files, as an import reads it: which files it holds, read and checked.
 
 What counts: files ending ``.md`` or ``.markdown`` in any case. What is left out: dot-folders
-and dot-files (``.git``, ``.github``, ``.obsidian``, ``.hidden/secret.md``), ``node_modules``,
-and whatever a ``.kbignore`` file names (gitignore patterns; a ``.kbignore`` applies to its
-own folder and everything below it). Links are followed, folders included, with each folder
+and dot-files (``.git``, ``.github``, ``.obsidian``, ``.hidden/secret.md``) and
+``node_modules``, unless a ``.kbignore`` takes one back with ``!`` (``!..md``), and whatever a
+``.kbignore`` file names (gitignore patterns; a ``.kbignore`` applies to its own folder and
+everything below it). Links are followed, folders included, with each folder
 read once (a link back into a folder already read is skipped, so no loop), and each file
 imported once, however many links reach it (the first path in sorted order wins).
 
@@ -176,10 +177,11 @@ def read_patterns(path, source=IGNORE_FILE, bad=None):
     return patterns
 
 
-def ignored(rules, rel, is_dir):
+def ignored(rules, rel, is_dir, default=False):
     """Whether path ``rel`` (``/``-separated, from the root) is ignored by ``rules``, a list of
-    ``(base folder, patterns)``: the last pattern that matches decides, as git's do."""
-    verdict = False
+    ``(base folder, patterns)``: the last pattern that matches decides, as git's do; where none
+    matches, ``default`` (True for a dot-name, which only a ``!`` pattern takes back in)."""
+    verdict = default
     name = rel.rsplit("/", 1)[-1]
     for base, patterns in rules:
         if base and not rel.startswith(base + "/"):
@@ -224,7 +226,8 @@ def _walk(root, result):
                 is_dir = entry.is_dir()  # through a link, as os.path.isdir
             except OSError:
                 is_dir = False
-            if name.startswith(".") or name in IGNORED_NAMES:
+            if (name.startswith(".") or name in IGNORED_NAMES) and \
+                    ignored(rules, child, is_dir, default=True):
                 if is_dir or name.lower().endswith(EXTENSIONS):
                     result.skipped.append({"source": child + ("/" if is_dir else ""),
                                            "reason": "a dot-file or dot-folder"
@@ -300,7 +303,7 @@ def read_markdown_folder(directory, progress=None):
 def bad_files_error(found):
     """The invalid_argument naming every bad file of a folder, one a line."""
     return InvalidArgument(
-        "%d file(s) cannot be imported, so nothing was (skip_bad, kb import --skip-bad, "
-        "imports the others):\n%s" % (len(found.bad), "\n".join(
+        "%d file(s) cannot be imported, so nothing was (skip_bad=True imports the "
+        "others):\n%s" % (len(found.bad), "\n".join(
             "  %s: %s" % (os.path.join(found.root, *b["source"].split("/")), b["reason"])
             for b in found.bad)), argument="directory", bad=found.bad)

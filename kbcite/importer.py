@@ -89,7 +89,7 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
         if warnings and not (yes or dry_run):
             raise InvalidArgument(
                 "the import would prune: %s. Nothing was written; run it again with yes=True "
-                "(kb import --yes) if that is what you mean" % "; and ".join(warnings),
+                "if that is what you mean" % "; and ".join(warnings),
                 argument="prune")
         if not dry_run:
             writing = sum(1 for a in actions if a["action"] not in QUIET_ACTIONS)

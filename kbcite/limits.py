@@ -36,6 +36,8 @@ SEARCH_LIMIT_MAX, SEARCH_LIMIT_DEFAULT = 20, 10
 EVENTS_LIMIT_MAX, EVENTS_LIMIT_DEFAULT = 100, 100
 
 ID_MAX = 255
+# A new knowledge base's ID: short enough for a shell prompt, a URL segment and a file name.
+KB_ID_MAX = 64
 
 # Article IDs are art-000001 up to art-999999: six digits keep their text order equal to their
 # creation order, which search relies on to break ties by article ID.

@@ -11,7 +11,6 @@ block (never unbounded work). Every character an agent chose is neutralised (``p
 reads it.
 """
 
-import re
 import unicodedata
 
 from . import changes
@@ -33,8 +32,9 @@ CONTEXT_CHARS = 160
 MATCH_STEPS = changes.DIFF_MAX_STEPS // 40
 
 # What str.splitlines also breaks lines at, besides "\n": where a text holds none, it splits
-# exactly as a split on "\n" does.
-_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# exactly as a split on "\n" does (each looked for by a substring search, far faster than
+# one regular expression's character class over a long text).
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 # Characters an agent-chosen string must not use to rewrite what a person reads: controls,
 # bidirectional overrides and isolates, line and paragraph separators.
@@ -69,7 +69,7 @@ def _line(text, limit):
 
 def _split(text):
     """The lines of ``text``, each keeping its newline (split on newlines only)."""
-    if not _OTHER_BREAKS.search(text):
+    if not any(brk in text for brk in _OTHER_BREAKS):
         return text.splitlines(True)  # the same lines, in C, when "\n" is the only break
     parts = text.split("\n")
     return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])

@@ -193,6 +193,91 @@ def format_document(title, content, meta):
     return "\n".join(lines) + "\n\n" + content + ("" if content.endswith("\n") else "\n")
 
 
+def format_like(original, title, content, meta):
+    """A Markdown file's text in the form of ``original`` (the file as imported): its front
+    matter kept line for line, only the keys it had among the title and ``META_KEYS`` given
+    their new values; a ``# `` heading title put back where it stood; a BOM, the line breaks
+    and the final newlines kept. ``parse_document`` reads ``title`` and ``content`` back from
+    it; the store's import record, not the file, keeps the article's ID and version."""
+    bom = "\ufeff" if original.startswith("\ufeff") else ""
+    text = original[len(bom):]
+    crlf = "\r\n" in text
+    lines = text.splitlines()
+    head, rest, in_front = [], lines, {}
+    if lines and lines[0].rstrip() in (_YAML_FENCE, _TOML_FENCE):
+        fence = lines[0].rstrip()
+        closing = _YAML_END if fence == _YAML_FENCE else (_TOML_FENCE,)
+        end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in closing), None)
+        if end is not None:
+            block = lines[1:end]
+            in_front = _yaml(block) if fence == _YAML_FENCE else _toml(block)
+            values = dict(meta, title=title)
+            head = [lines[0]] + _set_keys(block, fence, {
+                key: values[key] for key in in_front if values.get(key) is not None
+                and in_front[key] != _scalar_text(values[key])}) + [lines[end]]
+            rest = lines[end + 1:]
+    new = content.strip("\n").split("\n")
+    lead = _leading_blank(rest)
+    heading = None if "title" in in_front else next(
+        (i for i, line in enumerate(rest) if line.startswith("# ") and line[2:].strip()), None)
+    if heading is None:
+        body = rest[:lead] + new
+    else:
+        old_title = rest[heading][2:].strip().rstrip("#").strip() or rest[heading][2:].strip()
+        line = rest[heading] if old_title == title else "# " + title
+        # Body lines that stood above the heading (a badge, a comment) stay above it while the
+        # new content still starts with them; else the heading goes back on top.
+        above = rest[lead:heading] if heading >= lead else []
+        old = "\n".join(rest[:heading] + rest[heading + 1:]).strip("\n").split("\n")
+        if above and old[:len(above)] == above and new[:len(above)] == above:
+            body = rest[:lead] + new[:len(above)] + [line] + new[len(above):]
+        else:
+            gap = _leading_blank(rest[heading + 1:])
+            body = rest[:min(lead, heading)] + [line] + [""] * gap + new
+    trail = text[len(text.rstrip("\r\n")):].replace("\r\n", "\n")
+    out = "\n".join(head + body) + trail
+    return bom + (out.replace("\n", "\r\n") if crlf else out)
+
+
+def _leading_blank(lines):
+    """How many blank lines start ``lines``."""
+    count = 0
+    while count < len(lines) and not lines[count].strip():
+        count += 1
+    return count
+
+
+def _scalar_text(value):
+    """A value as front matter's parser gives it back: text, or ``true``/``false``."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _set_keys(block, fence, values):
+    """Front matter lines with the top-level keys of ``values`` given those values (a block
+    scalar's or continued value's lines replaced too); every other line as it was."""
+    out, i = [], 0
+    while i < len(block):
+        line = block[i]
+        i += 1
+        if fence == _YAML_FENCE:
+            key = line.partition(":")[0].strip().lower() if line[:1] not in " \t#" else None
+        else:
+            match = _TOML_LINE.match(line.strip())
+            key = match.group(1).lower() if match and not line.startswith("[") else None
+        if key not in values:
+            out.append(line)
+            continue
+        value = values[key]
+        text = _scalar_text(value) if isinstance(value, bool) else \
+            json.dumps(value, ensure_ascii=False)
+        out.append(("%s: %s" if fence == _YAML_FENCE else "%s = %s")
+                   % (line.partition(":" if fence == _YAML_FENCE else "=")[0].strip(), text))
+        while fence == _YAML_FENCE and i < len(block) and block[i][:1] in " \t" and \
+                block[i].strip():
+            i += 1  # the old value's continuation lines
+    return out
+
+
 def read_utf8_file(path, label, argument, limit=FILE_MAX_BYTES):
     """The text of a UTF-8 file of at most ``limit`` bytes; InvalidArgument naming it (as
     ``label``) when it cannot be read, is larger or is not UTF-8. A larger file is refused
@@ -211,9 +296,15 @@ def read_utf8_file(path, label, argument, limit=FILE_MAX_BYTES):
             "1 MiB, plus its title and front matter)"
             % (label, size if size > limit else "more than %d" % limit, limit,
                CONTENT_MAX_BYTES), argument=argument, path=str(path))
+    return decode_utf8(raw, label, argument, path=str(path))
+
+
+def decode_utf8(raw, label, argument, **details):
+    """Bytes as UTF-8 text; InvalidArgument naming ``label`` and the first bad byte's position
+    when they are not UTF-8."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidArgument("%s is not UTF-8 text (byte %d is 0x%02x); save it as UTF-8"
                               % (label, exc.start, raw[exc.start]), argument=argument,
-                              path=str(path)) from None
+                              **details) from None

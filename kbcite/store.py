@@ -27,8 +27,8 @@ import logging
 from datetime import datetime, timezone
 
 from . import (
-    access, articles, audit, catalog, citations, edits, events, exporter, grants, history,
-    importer, proposals, reads, sessions, tokens,
+    access, articles, audit, backup, catalog, citations, edits, events, exporter, grants,
+    history, importer, proposals, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -349,6 +349,16 @@ class KBStore:
         with self._db.write():
             self._db.optimize(access.knowledge_base(self._db, kb_id, lock=True)["pk"])
 
+    def dump_knowledge_base(self, kb_id):
+        """A knowledge base as one JSON-ready dict: IDs, versions, history, events, texts
+        (``kbcite.backup.dump``)."""
+        return backup.dump(self._ctx, kb_id)
+
+    def restore_knowledge_base(self, data, *, as_id=None):
+        """Make a knowledge base from a dump, keeping its IDs and history
+        (``kbcite.backup.restore``)."""
+        return backup.restore(self._ctx, data, as_id)
+
     def rebuild_index(self, kb_id):
         """Index a knowledge base's published articles anew (after damage to its index)."""
         with self._db.write():
@@ -363,13 +373,15 @@ class KBStore:
                                          progress=progress)
 
     def export_directory(self, kb_id, directory, *, include_drafts=False, edited=False,
-                         force=False, yes=False, dry_run=False, progress=None):
-        """Write the articles back to a folder as Markdown with front matter; returns what it
-        did to each (``kbcite.exporter.export_directory``)."""
+                         force=False, yes=False, dry_run=False, progress=None,
+                         front_matter=None):
+        """Write the articles back to a folder as Markdown (with front matter, or, edited,
+        each in the form it was imported in); returns what it did to each
+        (``kbcite.exporter.export_directory``)."""
         return exporter.export_directory(self._ctx, kb_id, directory,
                                          include_drafts=include_drafts, edited=edited,
                                          force=force, yes=yes, dry_run=dry_run,
-                                         progress=progress)
+                                         progress=progress, front_matter=front_matter)
 
     def sync_articles(self, kb_id, documents, *, prune=False, force=False, dry_run=False,
                       yes=False, progress=None):
@@ -410,10 +422,11 @@ class KBStore:
 
     # -- bearer tokens (the HTTP server's clients; ``self.tokens`` has the server's calls too) --
 
-    def create_token(self, name, grants, writes="ask"):
+    def create_token(self, name, grants, writes="ask", review=False):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
-        is ever shown (the store keeps its SHA-256)."""
-        return self.tokens.create(name, grants, writes)
+        is ever shown (the store keeps its SHA-256); ``review``: its holder may approve and
+        reject proposals on the web pages."""
+        return self.tokens.create(name, grants, writes, review)
 
     def list_tokens(self):
         """Every token's name, grants, write mode, creation and revocation times."""

@@ -73,9 +73,10 @@ class Tokens:
     def __init__(self, ctx):
         self._ctx = ctx
 
-    def create(self, name, grants, writes="ask"):
+    def create(self, name, grants, writes="ask", review=False):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
-        is ever shown (the store keeps its SHA-256)."""
+        is ever shown (the store keeps its SHA-256). ``review``: its holder may approve and
+        reject proposals on the web pages."""
         check_people_string(name, "name", TOKEN_NAME_MAX)
         grants = list(dict.fromkeys(grants))
         if not grants:
@@ -94,7 +95,7 @@ class Tokens:
             for kb_id in grants:
                 access.knowledge_base(db, kb_id)
             db.token_insert(name, token_digest(token), json.dumps(grants), writes,
-                            format_version(self._ctx.now_us()))
+                            format_version(self._ctx.now_us()), bool(review))
         return token
 
     def list(self):
@@ -102,7 +103,8 @@ class Tokens:
         db = self._ctx.db
         with db.read():
             rows = db.token_list()
-        return [dict(row, grants=json.loads(row["grants"])) for row in rows]
+        return [dict(row, grants=json.loads(row["grants"]), review=bool(row["review"]))
+                for row in rows]
 
     def revoke(self, name):
         """Revoke a token: its next request is refused and its sessions end. Returns the
@@ -120,7 +122,8 @@ class Tokens:
             return revoked_at
 
     def principal(self, token):
-        """``{name, grants, writes}`` of a live token, or None for an unknown or revoked one."""
+        """``{name, grants, writes, review}`` of a live token, or None for an unknown or
+        revoked one."""
         db = self._ctx.db
         if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
             return None
@@ -128,7 +131,8 @@ class Tokens:
             row = db.token_by_hash(token_digest(token))
         if row is None:
             return None
-        return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"]}
+        return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"],
+                "review": bool(row["review"])}
 
     def refusal(self, token):
         """Why ``principal`` refused a token, in words for the server's log (never the token)."""
@@ -155,6 +159,7 @@ class Tokens:
         secret = secrets.token_urlsafe(32)
         sessions.Sessions(self._ctx).open(
             secret_digest(secret), name, KIND_LINK,
-            {"grants": json.loads(row["grants"]), "writes": row["writes"]}, idle_s=LINK_TTL_S,
+            {"grants": json.loads(row["grants"]), "writes": row["writes"],
+             "review": bool(row["review"])}, idle_s=LINK_TTL_S,
             per_token=WEB_SESSIONS_PER_TOKEN)
         return pack(name, secret)

@@ -4,12 +4,18 @@ A refused argument is an ``InvalidArgument`` naming it and its limit; a caller's
 quoted back cut short (``shown``), so an error never echoes a megabyte.
 """
 
+import re
 import unicodedata
 
 from .errors import InvalidArgument
 from .limits import (
-    CONTENT_MAX_BYTES, SHOWN_MAX, SOURCE_COMPONENT_MAX, SOURCE_MAX, TITLE_MAX,
+    CONTENT_MAX_BYTES, KB_ID_MAX, SHOWN_MAX, SOURCE_COMPONENT_MAX, SOURCE_MAX, TITLE_MAX,
 )
+
+# A new knowledge base's ID: ASCII letters, digits, '-', '_', '.', not starting with '-' (it
+# would read as an option). IDs made before this rule keep working: only creation checks it.
+KB_ID_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]{0,%d}\Z" % (KB_ID_MAX - 1))
+
 
 def check_text(value, argument):
     """Refuse strings SQLite or UTF-8 cannot hold faithfully: NUL and lone surrogates."""
@@ -192,11 +198,31 @@ def is_blank(text):
 
 
 def check_title(title, argument="title"):
-    """Refuse a title without a visible character."""
+    """Refuse a title without a visible character, or with a control character (a line break
+    or a tab would break every one-line listing of it)."""
     if is_blank(title):
         raise InvalidArgument(
             "%s must not be blank: it needs a visible character, not only spaces, controls or "
             "zero-width characters" % argument, argument=argument)
+    for at, ch in enumerate(title):
+        if unicodedata.category(ch) == "Cc":
+            raise InvalidArgument(
+                "%s must be one line without control characters, got U+%04X at character %d "
+                "(a line break or tab); put it in the content instead" % (argument, ord(ch),
+                                                                         at + 1),
+                argument=argument)
+
+
+def check_kb_id(kb_id, argument="kb_id"):
+    """Refuse a new knowledge base's ID unless it is 1 to ``KB_ID_MAX`` letters, digits, ``-``,
+    ``_`` and ``.`` (ASCII), not starting with ``-``: a word for a shell, a URL and a file."""
+    check_people_string(kb_id, argument, None)
+    if not KB_ID_RE.match(kb_id):
+        raise InvalidArgument(
+            "%s %s is not a knowledge-base ID: use 1 to %d ASCII letters, digits, '-', '_' and "
+            "'.', not starting with '-' (e.g. support-docs)" % (argument, shown(kb_id),
+                                                               KB_ID_MAX),
+            argument=argument)
 
 
 def check_people_string(value, argument, max_length):

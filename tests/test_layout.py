@@ -20,7 +20,7 @@ FLOORS = {
         "kbcite.access",
         "kbcite.context", "kbcite.history", "kbcite.citations", "kbcite.changes",
         "kbcite.catalog", "kbcite.proposals", "kbcite.linediff",
-        "kbcite.folder", "kbcite.exporter",
+        "kbcite.folder", "kbcite.exporter", "kbcite.backup",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
     # The engines: the package that picks one; each engine and its schema; the contract and
     # the shared SQL, which name no engine; the errors every engine raises.

@@ -397,3 +397,14 @@ def test_the_review_session_in_the_docs_is_what_the_commands_say(tmp_path, capsy
         DOCS.write_text(head + START + fresh + END + tail, encoding="utf-8")
     assert kept == fresh, "docs/cli.md's review session is stale: run KB_WRITE_DOCS=1 " \
                           "python -m pytest tests/test_review.py -k docs"
+
+
+@pytest.mark.slow
+def test_the_review_benchmark_runs_and_prints_its_three_tables():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "review.py"), "--quick"],
+                          capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr
+    for heading in ("## The approval question's diff", "## Proposing against editing",
+                    "## kb review list"):
+        assert heading in done.stdout
+    assert "propose / edit" in done.stdout and "every line rewritten" in done.stdout

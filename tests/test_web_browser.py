@@ -248,6 +248,7 @@ PAGES = [("home", "/"), ("knowledge-base", "/kb/support"),
          ("diff-inline", "/kb/support/articles/{first}/diff?from={oldest}&to={newest}"
                          "&view=inline"),
          ("edit", "/kb/support/articles/{first}/edit"), ("events", "/kb/support/events"),
+         ("review", "/kb/support/review"),
          ("not-found", "/kb/internal")]
 
 
@@ -289,3 +290,18 @@ def test_screenshots_of_every_page_at_desktop_and_phone_width(site, chrome, tmp_
             target = folder / ("%s-%s.png" % (name, label))
             assert chrome.save_screenshot(str(target)) and target.stat().st_size > 1000
             chrome.set_window_size(width, height)
+
+
+def test_a_person_approves_an_agents_proposal_from_the_queue(site, chrome):
+    _, _, ids, path = site
+    sign_in(chrome, site)
+    chrome.get(url(site, "/kb/support/review"))
+    card = by_css(chrome, "section.proposal")
+    assert "support-bot" in card.text and "by mail and on the web" in card.text
+    by_css(chrome, "section.proposal button[value=approve]").click()
+    wait_for(chrome, lambda c: "approved" in by_css(c, "main").text, "the approval")
+    with kbcite.KBStore(str(path)) as store:
+        content = store.get_article("support", ids["proposed"])["content"]
+        last = store.history("support", ids["proposed"])[-1]
+    assert "by mail and on the web" in content
+    assert last["actor"] == "support-bot" and last["approver"] == "alice"

@@ -1,11 +1,67 @@
-"""The commands on the store itself: init, knowledge-bases, audit, reindex, token."""
+"""The commands on the store itself: init, knowledge-bases, dump, restore, audit, reindex,
+token."""
 
+import json
+import os
 import sys
 
-from .messages import EXIT_ERROR, EXIT_OK, PROG
+from ..exporter import write_atomically
+from .messages import EXIT_ERROR, EXIT_OK, PROG, CommandError
 from .output import emit, print_json
 
 # -- the commands ------------------------------------------------------------------------------
+
+
+def cmd_dump(store, args, out):
+    """Write a knowledge base to a dump file (``-``: standard output), whole or not at all."""
+    data = store.dump_knowledge_base(args.kb)
+    text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+    if args.file == "-":
+        out.write(text)
+        return None
+    if os.path.lexists(args.file) and not args.yes:
+        raise CommandError("%s is there already; nothing was written (--yes overwrites it)"
+                           % args.file, argument="FILE")
+    if os.path.isdir(args.file):
+        raise CommandError("%s is a folder: name the dump's file" % args.file, argument="FILE")
+    try:
+        write_atomically(args.file, text)
+    except OSError as exc:
+        raise CommandError("cannot write %s: %s; nothing was written"
+                           % (args.file, exc.strerror), argument="FILE") from None
+    summary = {"knowledge_base_id": data["knowledge_base_id"], "file": args.file,
+               "articles": len(data["articles"]), "events": len(data["events"])}
+    if args.json:
+        return print_json(summary, out)
+    print("dumped %s to %s: %d article(s), %d event(s)" % (
+        data["knowledge_base_id"], args.file, summary["articles"], summary["events"]), file=out)
+    return None
+
+
+def cmd_restore(store, args, out):
+    """Make a knowledge base from a dump file (``-``: standard input)."""
+    if args.file == "-":
+        raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else \
+            sys.stdin.read().encode("utf-8")
+    else:
+        try:
+            with open(args.file, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise CommandError("cannot read %s: %s" % (args.file, exc.strerror),
+                               argument="FILE") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CommandError("%s is not a kb dump (not JSON: %s)" % (args.file, exc),
+                           argument="FILE") from None
+    made = store.restore_knowledge_base(data, as_id=args.as_kb)
+    if args.json:
+        return print_json(made, out)
+    print("restored %s: %d article(s), %d version(s), %d event(s)" % (
+        made["knowledge_base_id"], made["articles"], made["versions"], made["events"]),
+        file=out)
+    return None
 
 
 def cmd_init(store, args, out):
@@ -28,6 +84,7 @@ KB_COLUMNS = [
 TOKEN_COLUMNS = [
     ("name", "NAME", lambda r: r["name"]),
     ("writes", "WRITES", lambda r: r["writes"]),
+    ("review", "REVIEW", lambda r: "yes" if r["review"] else "no"),
     ("created_at", "CREATED", lambda r: r["created_at"]),
     ("revoked_at", "REVOKED", lambda r: r["revoked_at"] or "-"),
     ("grants", "GRANTS", lambda r: ", ".join(r["grants"])),
@@ -98,10 +155,10 @@ def cmd_grant(store, args, out):
 def cmd_token(store, args, out):
     """Bearer tokens for the HTTP server: create (printed once), list, revoke, link."""
     if args.token_command == "create":
-        token = store.tokens.create(args.name, args.grant, args.writes)
+        token = store.tokens.create(args.name, args.grant, args.writes, review=args.review)
         if args.json:
             return print_json({"name": args.name, "token": token, "grants": args.grant,
-                               "writes": args.writes}, out)
+                               "writes": args.writes, "review": args.review}, out)
         print(token, file=out)
         print("%s: token %s grants %s, writes %s; it is shown only now: keep it where its "
               "client can read it" % (PROG, args.name, ", ".join(args.grant), args.writes),

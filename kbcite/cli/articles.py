@@ -2,28 +2,54 @@
 and the agents' own tools run for a person (search, read, edit, events)."""
 
 import json
+import os
+import stat
 import sys
 import uuid
 
 from ..errors import InvalidArgument, NotFound, VersionConflict
-from ..markdown import read_utf8_file
-from .messages import CommandError, Conflict, person_message
-from .output import emit, one_line, print_json, table
+from ..markdown import decode_utf8, parse_document, read_utf8_file
+from .messages import PROG, CommandError, Conflict, person_message
+from .output import emit, marked, one_line, print_json, table
+
+def read_stdin():
+    """Standard input as UTF-8 text, refused as a file is when it is not UTF-8."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text stream without bytes beneath (a test's StringIO)
+        return sys.stdin.read()
+    text = decode_utf8(raw.read(), "standard input", "--file")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _piped():
+    """Whether standard input is a pipe or a file (not a terminal, nor /dev/null, nor a socket
+    a parent left open), so that a command whose content is optional may read it."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):
+        return not sys.stdin.isatty()  # a test's StringIO: what it holds was given
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
 
 def read_content(args, required):
-    """The content of ``--file`` (``-``: standard input), ``--content``, or, where the command
-    needs content and neither is given, piped standard input; else ``None``."""
+    """The content of ``--file`` (``-``: standard input), ``--content``, or, where neither is
+    given, piped standard input (where the command needs content, or where the pipe holds
+    some: ``cat new.md | kb save ...``); else ``None``."""
     if args.file == "-":
-        return sys.stdin.read()
+        return read_stdin()
     if args.file is not None:
         text = read_utf8_file(args.file, "--file %s" % args.file, "--file")
         return text[1:] if text.startswith("\ufeff") else text
     if args.content is not None:
         return args.content
+    if required and not sys.stdin.isatty():  # piped in: ``cat new.md | kb edit ...``
+        return read_stdin()
+    if not required and _piped():  # ``cat new.md | kb save ...``; else a title alone
+        text = read_stdin()
+        if text:
+            return text
     if not required:
         return None
-    if not sys.stdin.isatty():  # piped in: ``cat new.md | kb edit ...``
-        return sys.stdin.read()
     raise InvalidArgument("give the content with --file F, --content TEXT, or on standard "
                           "input", argument="--content")
 
@@ -74,12 +100,23 @@ def cmd_delete(store, args, out):
     """Delete an article for good (--yes): text and history; a published one's deletion is an
     event, so its citations come back gone."""
     article = store.get_article(args.kb, args.article)  # says so if there is none
+    returns = ("" if not article["source"] else
+               "; it was imported from %s, so the next import of that folder makes it again "
+               "under a new article ID (delete the file too, or kb unpublish keeps the ID)"
+               % article["source"])
     if not args.yes:
-        raise CommandError(
-            "kb delete removes %s (%r, %d version(s)) and its whole history for good; run it "
-            "again with --yes to delete it (kb unpublish only hides it)"
-            % (args.article, article["title"], len(store.history(args.kb, args.article))))
+        if args.json:
+            return print_json({"knowledge_base_id": args.kb, "article_id": args.article,
+                               "deleted": False, "source": article["source"],
+                               "versions": len(store.history(args.kb, args.article))}, out)
+        print("plan (nothing deleted): kb delete removes %s (%r, %d version(s)) and its whole "
+              "history for good%s; run it again with --yes to delete it (kb unpublish only "
+              "hides it)" % (args.article, article["title"],
+                             len(store.history(args.kb, args.article)), returns), file=out)
+        return None
     event = store.delete_article(args.kb, args.article, actor=args.actor)
+    if returns and not args.json:
+        print("%s: warning: %s was deleted%s" % (PROG, args.article, returns), file=sys.stderr)
     if args.json:
         return print_json({"knowledge_base_id": args.kb, "article_id": args.article,
                            "deleted": True, "event": event}, out)
@@ -134,7 +171,7 @@ def cmd_search(store, args, out):
         print(lines[0], file=out)
         for line, hit in zip(lines[1:], hits):
             print(line, file=out)
-            print("    %s" % one_line(hit["snippet"], 100), file=out)
+            print("    %s" % marked(one_line(hit["snippet"], 100), out), file=out)
     return emit(found["results"], SEARCH_COLUMNS, args, out, default)
 
 
@@ -174,14 +211,23 @@ def cmd_edit(store, args, out):
     """The agent's edit: compare-and-swap on --expected-version, exit 3 if it is stale.
     ``--title`` alone retitles: the content stays as it is."""
     content = read_content(args, args.title is None)
+    title = args.title
+    if content is not None and args.file is not None and not args.raw:
+        # As import reads it: front matter and a first # heading are the title, not text.
+        try:
+            found, content, _ = parse_document(content, None)
+        except ValueError as exc:
+            raise CommandError("--file %s cannot be read as import reads Markdown: %s (--raw "
+                               "takes it as it is)" % (args.file, exc)) from None
+        title = title if title is not None else found
     if content is None:
         content = store.get_article(args.kb, args.article)["content"]
     arguments = {"knowledge_base_id": args.kb, "article_id": args.article,
                  "content": content,
                  "expected_version": args.expected_version,
                  "idempotency_key": args.idempotency_key or "kb-cli-%s" % uuid.uuid4()}
-    if args.title is not None:
-        arguments["title"] = args.title
+    if title is not None:
+        arguments["title"] = title
     if args.summary is not None:
         arguments["summary"] = args.summary
     try:

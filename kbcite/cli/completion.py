@@ -1,4 +1,4 @@
-"""Shell completion for ``kb``: a bash or zsh script made from the parser itself, so it
+"""Shell completion for ``kb``: a bash, zsh or fish script made from the parser itself, so it
 offers exactly the commands and options the parser takes."""
 
 import argparse
@@ -29,7 +29,7 @@ def _choices(parser):
 
 
 def script(parser, shell):
-    """The completion script for ``shell`` (``bash`` or ``zsh``)."""
+    """The completion script for ``shell`` (``bash``, ``zsh`` or ``fish``)."""
     commands = _subparsers(parser)
     words = {name: _options(sub) + sorted(_subparsers(sub)) for name, sub in commands.items()}
     choices = {}
@@ -62,9 +62,41 @@ _kb() {
 }
 complete -o default -F _kb kb
 ''' % {"values": values, "top": top, "cases": cases}
+    if shell == "fish":
+        return fish_script(parser)
     if shell == "bash":
         return bash
     return ('''#compdef kb
 # zsh completion for kb: kb completion zsh > a folder on $fpath as _kb, then compinit
 autoload -U bashcompinit && bashcompinit
 ''' + bash)
+
+
+def fish_script(parser):
+    """The fish completion script: each command where none is typed yet, then each
+    command's options (and their few values) once it is."""
+    commands = _subparsers(parser)
+    lines = ["# fish completion for kb: kb completion fish > ~/.config/fish/completions/kb.fish",
+             "complete -c kb -f",
+             "complete -c kb -n __fish_use_subcommand -a %s" % _fish_quote(
+                 " ".join(sorted(commands)))]
+    for option in _options(parser):
+        lines.append("complete -c kb -l %s" % option[2:])
+    for name in sorted(commands):
+        sub = commands[name]
+        when = "-n %s" % _fish_quote("__fish_seen_subcommand_from %s" % name)
+        actions = _subparsers(sub)
+        if actions:
+            lines.append("complete -c kb %s -a %s" % (when, _fish_quote(
+                " ".join(sorted(actions)))))
+        values = _choices(sub)
+        for option in _options(sub):
+            extra = " -xa %s" % _fish_quote(" ".join(values[option])) if option in values \
+                else (" -rF" if option in ("--db", "--file") else "")
+            lines.append("complete -c kb %s -l %s%s" % (when, option[2:], extra))
+    return "\n".join(lines) + "\n"
+
+
+def _fish_quote(text):
+    """A fish single-quoted word (a quote or backslash escaped)."""
+    return "'%s'" % text.replace("\\", "\\\\").replace("'", "\\'")

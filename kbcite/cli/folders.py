@@ -59,9 +59,10 @@ def cmd_import(store, args, out):
 
 
 def summary(result):
-    """The last line of an import: how many files changed an article, and how."""
+    """The last line of an import: how many files changed an article, and how (an article
+    unpublished has no file, so it is counted apart from the files)."""
     counts = result["counts"]
-    changed = sum(counts[name] for name in ("create", "update", "rename", "adopt", "unpublish"))
+    changed = sum(counts[name] for name in ("create", "update", "rename", "adopt"))
     files = sum(counts[name] for name in counts if name not in ("unpublish", "orphan"))
     return "%s%d of %d file(s) %s: %s" % (
         "plan (nothing written): " if result["dry_run"] else "", changed, files,
@@ -95,7 +96,8 @@ def cmd_export(store, args, out):
     try:
         result = store.export_directory(args.kb, args.directory, include_drafts=args.all,
                                         edited=args.edited, force=args.force, yes=args.yes,
-                                        dry_run=args.dry_run, progress=progress)
+                                        dry_run=args.dry_run, progress=progress,
+                                        front_matter=True if args.front_matter else None)
     except KeyboardInterrupt:
         progress.finish()
         done = progress.done.get("export", (0, 0))

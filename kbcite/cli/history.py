@@ -4,8 +4,10 @@ import difflib
 import os
 
 from ..errors import VersionConflict
+from ..importer import normalized
+from ..markdown import parse_document, read_utf8_file
 from ..versions import parse_version
-from .messages import Conflict, person_message
+from .messages import CommandError, Conflict, person_message
 from .output import emit, print_json, table
 
 HISTORY_COLUMNS = [
@@ -62,6 +64,8 @@ def cmd_diff(store, args, out):
             parse_version(value, name)
     rows = store.history(args.kb, args.article)
     versions = [r["updated_at"] for r in rows]
+    if args.file is not None:
+        return diff_file(store, args, out, args.to or versions[-1])
     to = args.to or versions[-1]
     if args.from_ is not None:
         start = args.from_
@@ -70,10 +74,34 @@ def cmd_diff(store, args, out):
         start = before[-1] if before else to
     texts = store.version_texts(args.kb, args.article, [start, to])
     (old_title, old), (new_title, new) = texts[start], texts[to]
+    return print_diff(args, out, (old_title, old, "%s@%s" % (args.article, start), start),
+                      (new_title, new, "%s@%s" % (args.article, to), to))
+
+
+def diff_file(store, args, out, version):
+    """``kb diff KB ART --file F``: the article at ``version`` against the file F, read as
+    an import reads it (front matter and a # heading give the title)."""
+    texts = store.version_texts(args.kb, args.article, [version])
+    name = os.path.splitext(os.path.basename(args.file))[0]
+    try:
+        title, body, _ = parse_document(read_utf8_file(args.file, "--file %s" % args.file,
+                                                       "--file"), name)
+    except ValueError as exc:
+        raise CommandError("--file %s cannot be read as import reads Markdown: %s"
+                           % (args.file, exc)) from None
+    old_title, old = texts[version]
+    # Compared as an import compares them: line breaks unified, blank lines at the ends not.
+    old, body = normalized(old) + "\n", normalized(body) + "\n"
+    return print_diff(args, out, (old_title, old, "%s@%s" % (args.article, version), version),
+                      (title, body, args.file, args.file))
+
+
+def print_diff(args, out, old, new):
+    """A unified diff of ``(title, content, label, name)`` pairs, coloured on a terminal."""
+    (old_title, old, old_label, start), (new_title, new, new_label, to) = old, new
     lines = list(difflib.unified_diff(
         ["title: %s\n" % old_title, "\n"] + old.splitlines(True),
-        ["title: %s\n" % new_title, "\n"] + new.splitlines(True),
-        "%s@%s" % (args.article, start), "%s@%s" % (args.article, to)))
+        ["title: %s\n" % new_title, "\n"] + new.splitlines(True), old_label, new_label))
     if args.json:
         return print_json({"knowledge_base_id": args.kb, "article_id": args.article,
                            "from": start, "to": to, "diff": "".join(lines)}, out)

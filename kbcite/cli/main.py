@@ -18,8 +18,10 @@ import sys
 
 from ..errors import ToolError
 from ..store import KBStore
-from .admin import (cmd_audit, cmd_grant, cmd_init, cmd_knowledge_bases, cmd_reindex,
-                    cmd_token)
+from .admin import (
+    cmd_audit, cmd_dump, cmd_grant, cmd_init, cmd_knowledge_bases, cmd_reindex, cmd_restore,
+    cmd_token,
+)
 from .articles import (
     cmd_add, cmd_delete, cmd_edit, cmd_events, cmd_list, cmd_publish, cmd_read, cmd_save,
     cmd_search, cmd_unpublish,
@@ -40,8 +42,10 @@ COMMANDS = {
     "init": cmd_init, "knowledge-bases": cmd_knowledge_bases, "add": cmd_add, "save": cmd_save,
     "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
     "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
-    "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "grant": cmd_grant, "history": cmd_history,
+    "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "grant": cmd_grant,
+    "history": cmd_history,
     "diff": cmd_diff, "revert": cmd_revert, "delete": cmd_delete, "export": cmd_export,
+    "dump": cmd_dump, "restore": cmd_restore,
     "review": cmd_review,
     "upgrade": None,  # upgrade opens the store its own way (main)
     "completion": None,  # completion needs no store
@@ -66,7 +70,7 @@ def main(argv=None):
                       else "%s is already at schema %d" % (args.db, new), file=out)
             status = EXIT_OK
         else:
-            with KBStore(args.db, create=args.command == "init") as store:
+            with KBStore(args.db, create=args.command in ("init", "restore")) as store:
                 status = COMMANDS[args.command](store, args, out)
         out.flush()
     except Conflict as exc:

@@ -30,6 +30,10 @@ CLI_NAMES = {
     "approver": "--actor",
     "reason": "--reason",
     "expire_days": "--expire-days",
+    # The Python API's keyword arguments, as the store's messages name them.
+    "skip_bad=True": "--skip-bad",
+    "yes=True": "--yes",
+    "force=True": "--force",
 }
 
 

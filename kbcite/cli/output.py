@@ -4,6 +4,7 @@ CSV or TSV with a choice of fields, and progress that updates one line on a term
 import csv
 import io
 import json
+import os
 import time
 
 from .messages import PROG, CommandError
@@ -30,6 +31,25 @@ def one_line(text, width):
     """``text`` on one line, cut to ``width`` characters."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def marked(snippet, out):
+    """A snippet's ``**term**`` marks as a terminal shows them: bold (plain where ``NO_COLOR``
+    is set); kept as they are where the output is piped, for a program or a Markdown page."""
+    if not (hasattr(out, "isatty") and out.isatty()):
+        return snippet
+    parts = snippet.split("**")
+    if len(parts) % 2 == 0:  # an odd mark: the text itself holds "**"
+        return snippet
+    on, off = ("", "") if os.environ.get("NO_COLOR") else ("\x1b[1m", "\x1b[0m")
+    return "".join(part if i % 2 == 0 else on + part + off for i, part in enumerate(parts))
+
+
+def tsv_cell(value):
+    """A TSV cell as the IANA text/tab-separated-values form has it: no quotes; a tab, a line
+    break or a backslash in the value written as \\t, \\n, \\r, \\\\ (PostgreSQL's COPY text)."""
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n") \
+        .replace("\r", "\\r")
 
 
 def print_json(value, out):
@@ -70,10 +90,13 @@ def emit(rows, columns, args, out, render_table=None):
     names = chosen_fields(args, [name for name, _, _ in columns])
     if fmt == "json":
         return print_json([{name: row.get(name) for name in names} for row in rows], out)
-    if fmt in ("csv", "tsv"):
+    if fmt == "tsv":
+        for cells in [names] + [[_cell(row.get(name)) for name in names] for row in rows]:
+            out.write("\t".join(tsv_cell(cell) for cell in cells) + "\n")
+        return None
+    if fmt == "csv":
         buffer = io.StringIO()
-        writer = csv.writer(buffer, delimiter="," if fmt == "csv" else "\t",
-                            lineterminator="\n")
+        writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(names)
         for row in rows:
             writer.writerow([_cell(row.get(name)) for name in names])

@@ -123,8 +123,11 @@ def build_parser():
     article_arg(p)
     p.add_argument("--expected-version", required=True, metavar="V",
                    help="the version (updated_at) you read; the edit is refused if it changed")
-    p.add_argument("--title", help="a new title (default: keep it)")
+    p.add_argument("--title", help="a new title (default: keep it, or the file's)")
     content_args(p, "the whole new content")
+    p.add_argument("--raw", action="store_true",
+                   help="--file: take the file as the content, as it is (default: as import "
+                        "reads Markdown: front matter and a # heading give the title)")
     p.add_argument("--idempotency-key", metavar="K",
                    help="resending with the same key returns the first result and writes "
                         "nothing (default: a new random key)")
@@ -148,6 +151,9 @@ def build_parser():
     p.add_argument("--from", dest="from_", metavar="V",
                    help="the older version (default: the one before --to)")
     p.add_argument("--to", metavar="V", help="the newer version (default: the current one)")
+    p.add_argument("--file", metavar="F",
+                   help="compare the article (at --to, default the current version) with the "
+                        "Markdown file F, read as import reads it")
 
     p = command("revert", "a new version holding an older version's title and content, only "
                           "if the article is still at --expected-version (exit 3 if not)")
@@ -191,12 +197,27 @@ def build_parser():
     p.add_argument("--edited", action="store_true",
                    help="only the articles edited since their import, over their files: the "
                         "way to take an agent's edits back to the imported folder")
+    p.add_argument("--front-matter", action="store_true",
+                   help="--edited: write each file with the full front matter (title, ID, "
+                        "version, source), not in the form it was imported in")
     p.add_argument("--force", action="store_true",
                    help="--edited: overwrite a file that changed since its import too")
     p.add_argument("--yes", action="store_true",
                    help="overwrite files that hold another text")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     listing_args(p, "the plan")
+
+    p = command("dump", "write a knowledge base, IDs, versions, history and events, to one "
+                        "JSON file that kb restore reads back in any store")
+    kb_arg(p)
+    p.add_argument("file", metavar="FILE", help="the dump to write (-: standard output)")
+    p.add_argument("--yes", action="store_true", help="overwrite FILE if it is there")
+
+    p = command("restore", "make a knowledge base from a kb dump file, with its article IDs, "
+                           "versions, history and events")
+    p.add_argument("file", metavar="FILE", help="the dump to read (-: standard input)")
+    p.add_argument("--as", dest="as_kb", metavar="KB",
+                   help="restore it under this ID (default: the ID it was dumped from)")
 
     command("audit", "check the stored data for inconsistencies (exit 1 if any)")
 
@@ -217,6 +238,8 @@ def build_parser():
                    help="ask: a person approves each edit (default; a client that cannot ask "
                         "gets review); allow: edits go through; deny: read only; review: each "
                         "edit waits as a proposal for kb review")
+    t.add_argument("--review", action="store_true",
+                   help="its holder may approve and reject proposals on the web pages")
     t = tokens.add_parser("list", parents=[common], help="list the tokens (never the tokens "
                           "themselves)", description="List the tokens: name, grants, writes, "
                           "created, revoked.")
@@ -280,10 +303,11 @@ def build_parser():
             r.add_argument("--reason", required=True, metavar="TEXT",
                            help="why, in a line: the agent reads it in the event log")
     command("upgrade", "bring a store made by an older version up to this one's schema")
-    p = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
                        description="Print a completion script: eval \"$(kb completion bash)\" "
-                                   "in ~/.bashrc, or kb completion zsh > ~/.zfunc/_kb.")
-    p.add_argument("shell", choices=("bash", "zsh"), help="the shell")
+                                   "in ~/.bashrc, kb completion zsh > ~/.zfunc/_kb, or kb "
+                                   "completion fish > ~/.config/fish/completions/kb.fish.")
+    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser
 
 
@@ -296,6 +320,9 @@ def parse(argv):
         args.db = os.environ.get("KB_DB") or None
     if not args.db and args.command != "completion":
         parser.error("no store given: pass --db PATH or set KB_DB")
+    if getattr(args, "fields", None) is not None and not args.fields.replace(",", "").strip():
+        parser.error("argument --fields: name at least one field (F,F); leave --fields out "
+                     "for all of them")
     args.command = {"kbs": "knowledge-bases"}.get(args.command, args.command)
     if getattr(args, "actor", None) is None:
         args.actor = login_name()

@@ -3,8 +3,9 @@ the migrations from each older schema."""
 
 from .sql.proposals import PROPOSALS_SQL
 from .sql.sessions import SESSIONS_SQL
+from .sql.articles import ARTICLES_CHANGED_SQL
 from .sql.grants import GRANTS_SQL
-from .sql.tokens import TOKENS_SQL
+from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL
 
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
@@ -96,6 +97,7 @@ CREATE TABLE idempotency (
     PRIMARY KEY (kb_pk, key)
 );
 CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
+""" + ARTICLES_CHANGED_SQL + """;
 CREATE TABLE search_docs (
     pk BIGINT PRIMARY KEY REFERENCES articles(pk),
     kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
@@ -157,8 +159,11 @@ MIGRATIONS = {
         "l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at"],
     # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
     4: SESSIONS_SQL.split(";"),
-    # Schema 6: proposals (writes mode review), and who approved a version.
-    5: ["ALTER TABLE versions ADD COLUMN approver TEXT"] + POSTGRES_PROPOSALS_SQL.split(";"),
+    # Schema 6: proposals (writes mode review), who approved a version, the tokens that
+    # may approve, and the index of the newest changes.
+    5: ["ALTER TABLE versions ADD COLUMN approver TEXT", TOKENS_REVIEW_SQL,
+        ARTICLES_CHANGED_SQL]
+    + POSTGRES_PROPOSALS_SQL.split(";"),
     # Schema 7: what a team issuer's people and groups may do (kbcite.grants).
     6: [GRANTS_SQL],
 }

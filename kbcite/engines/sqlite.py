@@ -67,7 +67,11 @@ def read_only_reason(path):
     except (AttributeError, OSError):
         pass
     if not os.access(path, os.W_OK):
-        return "the file is read only (mode %o)" % (os.stat(path).st_mode & 0o777)
+        info = os.stat(path)
+        if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+            return ("the file belongs to another user (uid %d), and its mode %o lets this one "
+                    "(uid %d) only read it" % (info.st_uid, info.st_mode & 0o777, os.geteuid()))
+        return "the file is read only (mode %o)" % (info.st_mode & 0o777)
     if not os.access(folder, os.W_OK) and not os.path.exists(path + "-wal"):
         return "its folder %s is read only, and a write needs a journal beside it" % folder
     return None
@@ -208,6 +212,11 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         # None: such a store opens for reading, and a write says so plainly.
         self.read_only = None if self.memory or self.path.startswith("file:") else \
             read_only_reason(self.path)
+        if not self.memory and os.path.isdir(self.path):
+            raise NotAStore("%s is a folder, not a store: --db names the store's file (%s, "
+                            "say; kb init --db %s KB creates it)"
+                            % (self.path, os.path.join(self.path, "kb.sqlite3"),
+                               os.path.join(self.path, "kb.sqlite3")), path=self.path)
         try:
             self._conn = self._connect(create)
         except sqlite3.Error as exc:
@@ -250,8 +259,10 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         if self.memory:
             return sqlite3.connect(self.path, isolation_level=None, timeout=self.timeout,
                                    check_same_thread=False)
-        uri = _uri(self.path, create)
-        if self.read_only and not create:
+        # An existing file this process may not write (kb init's too): opened to read, so
+        # that a write is refused saying why.
+        uri = _uri(self.path, create and not self.read_only)
+        if self.read_only:
             folder = os.path.dirname(os.path.abspath(self.path))
             shm = self.path + "-shm"
             # A read-only folder holds no new -shm file: the file is read as it stands.

@@ -3,8 +3,9 @@ from each older schema."""
 
 from .sql.proposals import PROPOSALS_SQL
 from .sql.sessions import SESSIONS_SQL
+from .sql.articles import ARTICLES_CHANGED_SQL
 from .sql.grants import GRANTS_SQL
-from .sql.tokens import TOKENS_SQL
+from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL, TOKENS_SQL_5
 
 ARTICLES_SQL = """
 CREATE TABLE {name} (
@@ -92,6 +93,7 @@ CREATE TABLE idempotency (
     PRIMARY KEY (kb_pk, key)
 ) WITHOUT ROWID;
 CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
+""" + ARTICLES_CHANGED_SQL + """;
 """
 SEARCH_SQL = """
 -- Search: what ranking needs of each published article, per-term article counts, and each
@@ -131,7 +133,7 @@ MIGRATIONS = {
         "CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us)",
         "ALTER TABLE knowledge_bases ADD COLUMN title_tokens INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE knowledge_bases ADD COLUMN body_tokens INTEGER NOT NULL DEFAULT 0"]
-    + SEARCH_SQL.split(";") + TOKENS_SQL.split(";"),
+    + SEARCH_SQL.split(";") + TOKENS_SQL_5.split(";"),
     # Schema 2 to 3: each knowledge base gains a title index (``upgrade_schema`` makes and fills
     # it from the stored title tokens; nothing is re-indexed).
     2: [],
@@ -161,8 +163,10 @@ MIGRATIONS = {
         "DROP TABLE temp.last_events"],
     # Schema 4 to 5: the HTTP server's handshake sessions (kbcite.sessions).
     4: SESSIONS_SQL.split(";"),
-    # Schema 5 to 6: proposals (writes mode review), and who approved a version.
-    5: ["ALTER TABLE versions ADD COLUMN approver TEXT"] + SQLITE_PROPOSALS_SQL.split(";"),
+    # Schema 5 to 6: proposals (writes mode review), who approved a version, the tokens
+    # that may approve, and the index of the newest changes.
+    5: ["ALTER TABLE versions ADD COLUMN approver TEXT", TOKENS_REVIEW_SQL, ARTICLES_CHANGED_SQL]
+    + SQLITE_PROPOSALS_SQL.split(";"),
     # Schema 6 to 7: what a team issuer's people and groups may do (kbcite.grants).
     6: [GRANTS_SQL],
 }

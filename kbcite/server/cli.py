@@ -10,11 +10,13 @@ logs included, goes to stderr.
 
 import argparse
 import contextlib
+import difflib
 import io
 import logging
 import os
 import secrets
 import sys
+import urllib.parse
 
 from .. import __version__
 from ..errors import ToolError
@@ -165,6 +167,16 @@ def check_args(parser, args):
     for name in ("request_timeout", "idle_timeout", "session_timeout", "keepalive"):
         if getattr(args, name) <= 0:
             parser.error("argument --%s: must be positive" % name.replace("_", "-"))
+    for origin in args.allow_origin:
+        parts = urllib.parse.urlsplit(origin)
+        try:
+            parts.port  # noqa: B018 (a port that is not a number raises)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or \
+                parts.path or parts.query or parts.fragment or parts.username:
+            parser.error("argument --allow-origin: an origin is scheme://host[:port] as a "
+                         "browser sends it (https://app.example.com), got %r" % origin)
     if args.http:
         if args.grant:
             parser.error("argument --grant: over HTTP each token carries its grants (kb token "
@@ -208,9 +220,14 @@ def open_store(args):
         store.close()
         fail("argument --db: %s" % exc.message)
     if missing:
+        known = [row["knowledge_base_id"] for row in store.list_knowledge_bases()]
         store.close()
-        fail("argument --grant: no knowledge base %s in %s"
-             % (", ".join(repr(kb_id) for kb_id in missing), args.db))
+        near = [match for kb_id in missing
+                for match in difflib.get_close_matches(kb_id, known, n=1)]
+        fail("argument --grant: no knowledge base %s in %s%s"
+             % (", ".join(repr(kb_id) for kb_id in missing), args.db,
+                "; did you mean %s?" % ", ".join(near) if near else
+                " (kb knowledge-bases --db %s lists them)" % args.db))
     return store
 
 

@@ -139,11 +139,18 @@ def _parser(prog=None):
     p.add_argument("--articles", type=_bounded(
         "--articles", 2, MAX_ARTICLES, why=" (the distinct titles of %d actions x %d subjects x "
         "%d audiences x %d surfaces or none)" % (len(ACTIONS), len(SUBJECTS), len(AUDIENCES),
-                                                  len(SURFACES))), default=d.articles)
+                                                  len(SURFACES))), default=d.articles,
+                   help="articles in the knowledge base (2 to %d; default %d)"
+                        % (MAX_ARTICLES, d.articles))
     p.add_argument("--questions", type=_bounded("--questions", 1, MAX_QUESTIONS),
-                   default=d.questions)
-    p.add_argument("--saves", type=_bounded("--saves", 0, MAX_SAVES), default=d.saves)
-    p.add_argument("--hours", type=_bounded("--hours", 1, MAX_HOURS), default=d.hours)
+                   default=d.questions,
+                   help="questions the agent answers over the day, at random times (1 to "
+                        "%d; default %d)" % (MAX_QUESTIONS, d.questions))
+    p.add_argument("--saves", type=_bounded("--saves", 0, MAX_SAVES), default=d.saves,
+                   help="people's saves over the day, at random times (0 to %d; default %d)"
+                        % (MAX_SAVES, d.saves))
+    p.add_argument("--hours", type=_bounded("--hours", 1, MAX_HOURS), default=d.hours,
+                   help="hours the day runs (1 to %d; default %d)" % (MAX_HOURS, d.hours))
     p.add_argument("--zipf", type=_bounded("--zipf", 0.0, 10.0, float), default=d.zipf,
                    help="Zipf exponent s (0 = uniform popularity)")
     p.add_argument("--delays", type=parse_delays, default=d.delays,

@@ -173,34 +173,39 @@ def _legend(root, top, entries, width=WIDTH, columns=2):
 
 
 def staleness_figure(report):
-    """Stale citations and answers holding one, hour by hour: Zipf beside the control, each
-    measured beside its closed-form expectation."""
+    """The share of citations that are stale, and of answers holding one, hour by hour: Zipf
+    beside the control, each measured beside its closed-form expectation. Shares, not counts:
+    the citations given grow all day, so a count rises with them whatever the staleness."""
     hours = report["config"]["hours"]
-    root = _svg("Stale citations and answers holding one, by hour (seeds %s summed)"
-                % seed_text(report["seeds"]),
+    root = _svg("Share of citations stale, and of answers holding one, by hour (seeds %s "
+                "summed)" % seed_text(report["seeds"]),
                 "Measured at each hourly check, beside the closed form 1 - (1 - q w)^S summed "
-                "over the citations given so far; the Zipf day on the left, the uniform "
-                "control on the right.")
+                "over the citations given so far, each as a share of the citations (or "
+                "answers) given by then; the Zipf day on the left, the uniform control on the "
+                "right.")
     panels = []
     for mode, label in (("zipf", "Zipf saves"), ("uniform", "Uniform control")):
         measured = report["staleness"][mode]
+        given = {r["hour"]: (r["citations"], r["answers"]) for r in measured}
+
+        def share(rows, key, of):
+            return [(r["hour"], 100.0 * r[key] / given[r["hour"]][of]) for r in rows
+                    if given.get(r["hour"], (0, 0))[of]]
         expected = report["expected_by_hour"][mode]
         panels.append((label, [
-            ([(r["hour"], r["stale"]) for r in measured], SOLID, "circle", BLUE),
-            ([(r["hour"], r["stale"]) for r in expected], DASHED, None, BLUE),
-            ([(r["hour"], r["answers_with_stale"]) for r in measured], SOLID, "square", ORANGE),
-            ([(r["hour"], r["answers_with_stale"]) for r in expected], DASHED, None, ORANGE)]))
-    top = max(y for _, lines in panels for points, _, _, _ in lines for _, y in points)
-    y_ticks = _ticks(top)
+            (share(measured, "stale", 0), SOLID, "circle", BLUE),
+            (share(expected, "stale", 0), DASHED, None, BLUE),
+            (share(measured, "answers_with_stale", 1), SOLID, "square", ORANGE),
+            (share(expected, "answers_with_stale", 1), DASHED, None, ORANGE)]))
     for i, (label, lines) in enumerate(panels):
-        axes = _Axes(root, (95 + i * 440, 80, 360, 300), (0, hours), (0, y_ticks[-1]))
+        axes = _Axes(root, (95 + i * 440, 80, 360, 300), (0, hours), (0, 100))
         axes.frame([(h, str(h)) for h in range(0, hours + 1)],
-                   [(v, _count(v)) for v in y_ticks],
-                   "hours into the day (h)", "stale citations or answers (count)", label)
+                   [(v, "%d%%" % v) for v in range(0, 101, 20)],
+                   "hours into the day (h)", "share stale (% of those given)", label)
         for points, dash, marker, colour in lines:
             axes.series(points, colour, dash, marker)
-    _legend(root, 452, [("stale citations, measured", BLUE, SOLID, "circle"),
-                        ("stale citations, expected", BLUE, DASHED, None),
+    _legend(root, 452, [("citations stale, measured", BLUE, SOLID, "circle"),
+                        ("citations stale, expected", BLUE, DASHED, None),
                         ("answers with a stale citation, measured", ORANGE, SOLID, "square"),
                         ("answers with a stale citation, expected", ORANGE, DASHED, None)])
     return _text(root)

@@ -45,7 +45,7 @@ def start_chromium(profile, size=DESKTOP):
     options.add_argument("--user-data-dir=%s" % profile)
     options.add_argument("--window-size=%d,%d" % size)
     chrome = webdriver.Chrome(service=Service(executable_path=driver), options=options)
-    chrome.set_page_load_timeout(30)
+    chrome.set_page_load_timeout(60)  # a loaded CI machine is slow to draw a page
     return chrome
 
 

@@ -24,6 +24,8 @@ def as_schema_5(address, engine):
         with db.write():
             db.execute("DROP TABLE proposals")
             db.execute("ALTER TABLE versions DROP COLUMN approver")
+            db.execute("ALTER TABLE tokens DROP COLUMN review")
+            db.execute("DROP INDEX articles_changed")
             if engine == "sqlite":
                 db.execute("PRAGMA user_version = 5")
             else:

@@ -22,7 +22,8 @@ _FIELD = re.compile(r'<input type="hidden" name="([a-z_]+)" value="([^"]*)">')
 
 def make_store(path):
     """A store with knowledge bases ``support`` (a few articles, one edited twice, one
-    hostile) and ``internal`` (one article), tokens ``alice`` (support, writes allow),
+    hostile, a proposal by ``support-bot`` pending) and ``internal`` (one article), tokens
+    ``alice`` (support, writes allow, may review),
     ``reader`` (support, writes ask) and ``root`` (both); returns ``(tokens, article IDs)``."""
     with kbcite.KBStore(str(path), create=True) as store:
         store.create_knowledge_base("support")
@@ -38,10 +39,18 @@ def make_store(path):
         hostile = store.create_article("support", "Hostile", HOSTILE)
         other = store.create_article("support", "Billing", "Invoices are sent monthly.")
         secret = store.create_article("internal", "Salaries", "Confidential.")
-        tokens = {"alice": store.create_token("alice", ["support"], "allow"),
+        proposed = store.create_article("support", "Invoices", "Invoices are sent monthly.")
+        current = store.get_article("support", proposed)["updated_at"]
+        store.propose_edit({"knowledge_base_id": "support", "article_id": proposed,
+                            "content": "Invoices are sent monthly, by mail and on the web.",
+                            "expected_version": current, "idempotency_key": "proposal-1",
+                            "summary": "say where invoices go"},
+                           granted=["support"], actor="support-bot")
+        tokens = {"alice": store.create_token("alice", ["support"], "allow", review=True),
                   "reader": store.create_token("reader", ["support"], "ask"),
                   "root": store.create_token("root", ["support", "internal"], "allow")}
-    return tokens, {"first": first, "hostile": hostile, "other": other, "secret": secret}
+    return tokens, {"first": first, "hostile": hostile, "other": other, "secret": secret,
+                    "proposed": proposed}
 
 
 def hidden_fields(html):

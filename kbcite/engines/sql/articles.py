@@ -6,6 +6,10 @@ ARTICLE_COLUMNS = ("a.pk, a.article_id, a.title, t.content, a.published, a.versi
 
 ARTICLE_FROM = "articles AS a JOIN texts AS t ON t.pk = a.text_pk"
 
+# The web pages list a knowledge base's articles newest change first, a page at a time: walked
+# in this index's order, a page reads its rows only (schema 6).
+ARTICLES_CHANGED_SQL = "CREATE INDEX articles_changed ON articles (kb_pk, version_us, pk)"
+
 
 class ArticleSQL:
     """The ``articles`` and ``texts`` tables."""
@@ -86,7 +90,7 @@ class ArticleSQL:
         their content: ``article_id, title, updated_at``."""
         return self.rows(
             "SELECT article_id, title, updated_at FROM articles WHERE kb_pk = ? AND "
-            "published = 1 ORDER BY version_us DESC, article_id DESC LIMIT ? OFFSET ?",
+            "published = 1 ORDER BY version_us DESC, pk DESC LIMIT ? OFFSET ?",
             (kb_pk, limit, offset))
 
     def published_page(self, kb_pk, after, limit):
@@ -165,6 +169,10 @@ class ArticleSQL:
     def article_set_source(self, pk, source):
         """Point an imported article at another file (a rename)."""
         self.execute("UPDATE articles SET source = ? WHERE pk = ?", (source, pk))
+
+    def article_set_import_version(self, pk, version):
+        """Record ``version`` as the one an import wrote (a restore carries it over)."""
+        self.execute("UPDATE articles SET import_version = ? WHERE pk = ?", (version, pk))
 
     def article_mark_imported(self, pk):
         """Record the article's current version as the one an import wrote (or found equal)."""

@@ -21,6 +21,12 @@ class KnowledgeBaseSQL:
             "SELECT kb_id AS knowledge_base_id, name, published_count AS published, "
             "articles_created AS articles, head_sequence FROM knowledge_bases ORDER BY kb_id")
 
+    def kb_dump_row(self, kb_pk):
+        """What a dump keeps of a knowledge base's row besides ``kb_row``'s: its name and how
+        many articles it has had."""
+        return self.row("SELECT name, articles_created FROM knowledge_bases WHERE pk = ?",
+                        (kb_pk,))
+
     def kb_insert(self, kb_id, name):
         """A new knowledge base; returns its pk."""
         self.execute("INSERT INTO knowledge_bases (kb_id, name) VALUES (?, ?)", (kb_id, name))

@@ -9,27 +9,34 @@ CREATE TABLE tokens (
     grants TEXT NOT NULL,
     writes TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    revoked_at TEXT
+    revoked_at TEXT,
+    review INTEGER NOT NULL DEFAULT 0
 )
 """
+
+# The table as schemas 2 to 5 made it (schema 6 added the right to review proposals).
+TOKENS_SQL_5 = TOKENS_SQL.replace("    revoked_at TEXT,\n    review INTEGER NOT NULL DEFAULT 0\n",
+                                  "    revoked_at TEXT\n")
+TOKENS_REVIEW_SQL = "ALTER TABLE tokens ADD COLUMN review INTEGER NOT NULL DEFAULT 0"
 
 
 class TokenSQL:
     """The ``tokens`` table."""
 
-    def token_insert(self, name, token_hash, grants, writes, created_at):
+    def token_insert(self, name, token_hash, grants, writes, created_at, review=False):
         """Record a new token (its hash only)."""
-        self.execute("INSERT INTO tokens (name, token_hash, grants, writes, created_at) "
-                     "VALUES (?, ?, ?, ?, ?)", (name, token_hash, grants, writes, created_at))
+        self.execute("INSERT INTO tokens (name, token_hash, grants, writes, created_at, review) "
+                     "VALUES (?, ?, ?, ?, ?, ?)", (name, token_hash, grants, writes, created_at,
+                                                   int(review)))
 
     def token_by_name(self, name):
         """A token's row by its name, or None."""
-        return self.row("SELECT name, grants, writes, created_at, revoked_at FROM tokens "
-                        "WHERE name = ?", (name,))
+        return self.row("SELECT name, grants, writes, created_at, revoked_at, review FROM "
+                        "tokens WHERE name = ?", (name,))
 
     def token_by_hash(self, token_hash):
         """The live (not revoked) token with this hash, or None."""
-        return self.row("SELECT name, grants, writes FROM tokens WHERE token_hash = ? "
+        return self.row("SELECT name, grants, writes, review FROM tokens WHERE token_hash = ? "
                         "AND revoked_at IS NULL", (token_hash,))
 
     def token_any_by_hash(self, token_hash):
@@ -38,8 +45,8 @@ class TokenSQL:
 
     def token_list(self):
         """Every token, by name (no hashes)."""
-        return self.rows("SELECT name, grants, writes, created_at, revoked_at FROM tokens "
-                         "ORDER BY name")
+        return self.rows("SELECT name, grants, writes, created_at, revoked_at, review FROM "
+                         "tokens ORDER BY name")
 
     def token_revoke(self, name, revoked_at):
         """Mark a token revoked; returns whether it was live."""

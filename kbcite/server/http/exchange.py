@@ -78,9 +78,10 @@ class Watch:
 
     def _end(self):
         if self._modern:
+            # Cancelled before it is said: what the line promises holds once it can be read.
+            self._call.cancel()
             log.info("request %r: the client closed its connection, which cancels it (nothing "
                      "is written that was not yet)", self._call.request_id)
-            self._call.cancel()
         elif self._session is not None and self._session.abandon(self._call):
             log.info("session %s: the client closed the stream of request %r while a person "
                      "was asked; the question ends unanswered", self._session.id,

@@ -149,7 +149,7 @@ class WebPages:
             await live.stream(self, page, receive, send)
             return None
         # At most the app's max_requests at once, pages and /mcp together (503 past it).
-        return await self.mcp._on_thread(self._view, req, route, params, query, form)
+        return await self.mcp.on_thread(req, self._view, req, route, params, query, form)
 
     def _person(self, req, route, form):
         """On a worker thread: who is signed in, and whether this request may go on."""

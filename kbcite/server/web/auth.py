@@ -32,12 +32,14 @@ TOUCH_EVERY_S = 60
 class Person:
     """Who is signed in: the token's name, grants, write mode, and this session's CSRF token."""
 
-    __slots__ = ("name", "grants", "writes", "csrf", "session_id")
+    __slots__ = ("name", "grants", "writes", "may_review", "csrf", "session_id")
 
-    def __init__(self, name, grants, writes, csrf, session_id):
+    def __init__(self, name, grants, writes, csrf, session_id, review=False):
         self.name = name
         self.grants = frozenset(grants)
         self.writes = writes
+        # Approve and Reject a proposal: a token made with --review.
+        self.may_review = bool(review)
         self.csrf = csrf
         self.session_id = session_id
 
@@ -98,7 +100,8 @@ class WebSessions:
             if time.time() * 1000000 - row["seen_us"] > TOUCH_EVERY_S * 1000000:
                 store.sessions.touch(session_id)
         caps = row["capabilities"]
-        return Person(name, caps["grants"], caps["writes"], self.csrf_for(secret), session_id)
+        return Person(name, caps["grants"], caps["writes"], self.csrf_for(secret), session_id,
+                      caps.get("review", False))
 
     def csrf_ok(self, req, person, form):
         """Whether a POST carries the CSRF token of its session (or of its sign-in form)."""
@@ -119,7 +122,8 @@ class WebSessions:
             found = store.tokens.principal(token)
             if found is None:
                 return None
-            return self._open(store, found["name"], found["grants"], found["writes"])
+            return self._open(store, found["name"], found["grants"], found["writes"],
+                              found["review"])
 
     def sign_in_link(self, code):
         """The cookie value of a new session for a one-time link's code, or None (used,
@@ -136,12 +140,13 @@ class WebSessions:
             if not store.sessions.end(link_id, name):  # another use took it first
                 return None
             caps = row["capabilities"]
-            return self._open(store, name, caps["grants"], caps["writes"])
+            return self._open(store, name, caps["grants"], caps["writes"],
+                              caps.get("review", False))
 
-    def _open(self, store, name, grants, writes):
+    def _open(self, store, name, grants, writes, review):
         secret = secrets.token_urlsafe(32)
         store.sessions.open(secret_digest(secret), name, KIND_WEB,
-                            {"grants": sorted(grants), "writes": writes},
+                            {"grants": sorted(grants), "writes": writes, "review": review},
                             idle_s=self.idle_s, per_token=WEB_SESSIONS_PER_TOKEN)
         return pack(name, secret)
 

@@ -5,7 +5,7 @@ pinned version, so a citation's link and its URI name the same thing.
 """
 
 import re
-from .views import articles, listing, live, signin, writing
+from .views import articles, listing, live, review, signin, writing
 
 # One path segment: anything but a slash (the server decoded the path's escapes already).
 _SEGMENT = r"(?P<%s>[^/]+)"
@@ -18,8 +18,8 @@ class Route:
     __slots__ = ("pattern", "view", "methods", "signed_in", "stream")
 
     def __init__(self, pattern, view, methods=("GET",), signed_in=True, stream=False):
-        self.pattern = re.compile("^" + pattern % {"kb": _SEGMENT % "kb",
-                                                   "id": _SEGMENT % "id"} + "$")
+        self.pattern = re.compile("^" + pattern % {"kb": _SEGMENT % "kb", "id": _SEGMENT % "id",
+                                                   "proposal": _SEGMENT % "proposal"} + "$")
         self.view = view
         self.methods = methods
         self.signed_in = signed_in
@@ -34,6 +34,9 @@ ROUTES = [
     Route(r"/kb/%(kb)s", listing.knowledge_base),
     Route(r"/kb/%(kb)s/search", listing.search),
     Route(r"/kb/%(kb)s/events", live.page),
+    Route(r"/kb/%(kb)s/review", review.queue),
+    Route(r"/kb/%(kb)s/review/%(proposal)s", review.proposal),
+    Route(r"/kb/%(kb)s/review/%(proposal)s/decide", review.decide, ("POST",)),
     Route(r"/kb/%(kb)s/events/stream", None, stream=True),
     Route(r"/kb/%(kb)s/articles/%(id)s/history", articles.history),
     Route(r"/kb/%(kb)s/articles/%(id)s/diff", articles.diff),
