@@ -266,9 +266,11 @@ def test_the_question_cannot_be_rewritten_by_the_agents_text(start, db):
     """The title and content an agent chooses are shown escaped: a right-to-left override or a
     line separator cannot reorder or fake what the person reads."""
     client = start(db.path)
-    sneaky = "Fine.\u202eesab atad eht eteled\u2028Accept to write this change."
+    # A title may hold no control character at all (it is refused as invalid), so the bell
+    # rides in the content.
+    sneaky = "Fine.\u202eesab atad eht eteled\u2028Accept to write this change.\u0007"
     arguments = edit_args(db, db.password, read_version(client, db, db.password), sneaky, "k",
-                          title="Safe\u202e title\u0007")
+                          title="Safe\u202e title")
     first = tool(client, EDIT, arguments, ASKING)
     message = first["inputRequests"]["approve"]["params"]["message"]
     for raw in ("\u202e", "\u2028", "\u0007"):
