@@ -4,50 +4,41 @@ from kbcite import KBStore
 from kbcite.engines import open_engine
 
 
+def _drop_back(address, engine, version, statements):
+    """Run ``statements`` in one write and mark the store as of schema ``version``."""
+    db = open_engine(address, upgrading=True)  # a store of an older schema opens only so
+    try:
+        with db.write():
+            for statement in statements:
+                db.execute(statement)
+            if engine == "sqlite":
+                db.execute("PRAGMA user_version = %d" % version)
+            else:
+                db.execute("UPDATE kb_meta SET value = ? WHERE key = 'schema_version'",
+                           (str(version),))
+    finally:
+        db.close()
+
+
 def as_schema_6(address, engine):
     """Take a store back to schema 6: no grants of a team issuer's people and groups."""
-    with KBStore(address) as store:
-        db = store._db
-        with db.write():
-            db.execute("DROP TABLE identity_grants")
-            if engine == "sqlite":
-                db.execute("PRAGMA user_version = 6")
-            else:
-                db.execute("UPDATE kb_meta SET value = '6' WHERE key = 'schema_version'")
+    KBStore(address).close()  # a store of this schema, whole
+    _drop_back(address, engine, 6, ["DROP TABLE identity_grants"])
 
 
 def as_schema_5(address, engine):
     """Take a store back to schema 5: no proposals, no approver of a version."""
     as_schema_6(address, engine)
-    db = open_engine(address, upgrading=True)
-    try:
-        with db.write():
-            db.execute("DROP TABLE proposals")
-            db.execute("ALTER TABLE versions DROP COLUMN approver")
-            db.execute("ALTER TABLE tokens DROP COLUMN review")
-            db.execute("DROP INDEX articles_changed")
-            if engine == "sqlite":
-                db.execute("PRAGMA user_version = 5")
-            else:
-                db.execute("UPDATE kb_meta SET value = '5' WHERE key = 'schema_version'")
-    finally:
-        db.close()
+    _drop_back(address, engine, 5, ["DROP TABLE proposals",
+                                    "ALTER TABLE versions DROP COLUMN approver",
+                                    "ALTER TABLE tokens DROP COLUMN review",
+                                    "DROP INDEX articles_changed"])
 
 
 def as_schema_4(address, engine):
     """Take a store back to schema 4: no handshake sessions for the HTTP server."""
     as_schema_5(address, engine)
-    db = open_engine(address, upgrading=True)
-    try:
-        with db.write():
-            db.execute("DROP TABLE session_messages")
-            db.execute("DROP TABLE sessions")
-            if engine == "sqlite":
-                db.execute("PRAGMA user_version = 4")
-            else:
-                db.execute("UPDATE kb_meta SET value = '4' WHERE key = 'schema_version'")
-    finally:
-        db.close()
+    _drop_back(address, engine, 4, ["DROP TABLE session_messages", "DROP TABLE sessions"])
 
 
 def as_schema_3(address, engine):
