@@ -73,11 +73,17 @@ def url(site, path):
 
 
 def wait_for(chrome, condition, what):
-    """Wait until ``condition(chrome)`` is true; fail naming ``what``."""
+    """Wait until ``condition(chrome)`` is true; fail naming ``what``. An element that is not
+    there yet, or went stale because the page was replaced under it (a form's answer
+    loading), is "not yet", as Selenium's own WebDriverWait takes it."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
-        if condition(chrome):
-            return
+        try:
+            if condition(chrome):
+                return
+        except (NoSuchElementException, StaleElementReferenceException):
+            pass
         time.sleep(0.1)
     raise AssertionError("%s did not happen in %d s; the page: %s"
                          % (what, WAIT_S, chrome.page_source[:2000]))
