@@ -9,8 +9,8 @@ import uuid
 
 from ..errors import InvalidArgument, NotFound, VersionConflict
 from ..markdown import decode_utf8, parse_document, read_utf8_file
-from .messages import PROG, CommandError, Conflict, person_message
-from .output import emit, marked, one_line, print_json, table
+from .messages import PROG, CommandError
+from .output import emit, marked, one_line, print_json, stale, table
 
 def read_stdin():
     """Standard input as UTF-8 text, refused as a file is when it is not UTF-8."""
@@ -233,9 +233,7 @@ def cmd_edit(store, args, out):
     try:
         result = tool(store, args, "edit_knowledge_article", arguments)
     except VersionConflict as exc:
-        if args.json:
-            print_json({"error": exc.to_dict()}, out)
-        raise Conflict(person_message(exc)) from None
+        raise stale(exc, args, out) from None
     if args.json:
         return print_json(result, out)
     print("%s %s: version %s (was %s), event %d" % (

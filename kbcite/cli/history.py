@@ -7,8 +7,8 @@ from ..errors import VersionConflict
 from ..importer import normalized
 from ..markdown import parse_document, read_utf8_file
 from ..versions import parse_version
-from .messages import CommandError, Conflict, person_message
-from .output import emit, print_json, table
+from .messages import CommandError
+from .output import emit, print_json, stale, table
 
 HISTORY_COLUMNS = [
     ("updated_at", "VERSION", lambda r: r["updated_at"] + (" *" if r["current"] else "")),
@@ -123,9 +123,7 @@ def cmd_revert(store, args, out):
                               expected_version=args.expected_version, actor=args.actor,
                               summary=args.summary)
     except VersionConflict as exc:
-        if args.json:
-            print_json({"error": exc.to_dict()}, out)
-        raise Conflict(person_message(exc)) from None
+        raise stale(exc, args, out) from None
     if args.json:
         return print_json(dict(result, knowledge_base_id=args.kb, article_id=args.article,
                                reverted_to=args.to), out)

@@ -7,7 +7,7 @@ import json
 import os
 import time
 
-from .messages import PROG, CommandError
+from .messages import PROG, CommandError, Conflict, person_message
 
 # Piped or redirected, long imports and exports report progress at most this often.
 PROGRESS_EVERY_S = 1.0
@@ -143,3 +143,11 @@ class Progress:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
             self.shown = False
+
+
+def stale(error, args, out):
+    """The Conflict (exit 3) a command raises for a VersionConflict: the error as JSON first
+    under --json, in a person's words either way."""
+    if args.json:
+        print_json({"error": error.to_dict()}, out)
+    return Conflict(person_message(error))

@@ -9,8 +9,8 @@ re-applies it), ``reject`` refuses it with a reason the agent reads in the event
 from ..errors import VersionConflict
 from ..linediff import unified
 from ..server.approval import question_text
-from .messages import CommandError, Conflict, person_message
-from .output import emit, print_json
+from .messages import CommandError
+from .output import emit, print_json, stale
 
 LIST_COLUMNS = [
     ("proposal_id", "ID", lambda r: r["proposal_id"]),
@@ -110,9 +110,7 @@ def review_approve(store, args, out):
         done = store.approve_proposal(args.kb, args.id, approver=args.actor, rebase=args.rebase,
                                       expire_days=args.expire_days)
     except VersionConflict as exc:
-        if args.json:
-            print_json({"error": exc.to_dict()}, out)
-        raise Conflict(person_message(exc)) from None
+        raise stale(exc, args, out) from None
     if args.json:
         return print_json(done, out)
     print("approved proposal %d: %s is now at version %s (by %s, approved by %s%s)" % (
