@@ -235,6 +235,8 @@ TOOLS = [
                 "proposal_id": {"type": "integer", "minimum": 1},
                 "base_version": _UPDATED_AT,
                 "review": {"type": "string"},
+                # The proposal's page, where the server knows its public address.
+                "review_url": {"type": "string", "format": "uri"},
             },
             ["knowledge_base_id", "article_id", "citation", "event", "replayed"],
         ),

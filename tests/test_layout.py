@@ -45,7 +45,7 @@ SERVER_FLOORS = {
     2: ["kbcite.server.dispatch"],
     1: ["kbcite.server.protocol", "kbcite.server.approval", "kbcite.server.resources",
         "kbcite.server.subscriptions", "kbcite.server.pool"],
-    0: ["kbcite.server", "kbcite.server.inbound", "kbcite.server.session",
+    0: ["kbcite.server", "kbcite.server.inbound", "kbcite.server.links", "kbcite.server.session",
         "kbcite.server.jsonrpc", "kbcite.server.throttle"],
 }
 TRANSPORTS = ("kbcite.server.stdio", "kbcite.server.http.")

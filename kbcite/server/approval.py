@@ -6,6 +6,13 @@ finishes when the client comes back with the answer and the handle (``ApprovalSi
 ``Approvals`` runs both; the protocol hands it every such edit. A client that cannot be
 asked (no form elicitation) gets its edit kept as a proposal for ``kb review`` instead, as
 every edit is under ``--writes review``.
+
+Where the server knows its public address (``--public-url``) and the client opens links
+(URL-mode elicitation, 2025-11-25 on), the edit is kept as a proposal at once and the
+question is its page, ``/kb/{kb}/review/{proposal}``: the person reads the change there and
+approves or rejects it signed in as themselves, so the history names them and no client can
+answer for them. Accepting only opens the page (client/elicitation.mdx, "URL Mode"); the tool
+answers ``proposed`` with the page's URL, and the agent learns the outcome from the events.
 """
 
 import base64
@@ -20,6 +27,7 @@ from ..errors import ToolError
 from ..linediff import CHANGED_CHARS, printable, unified
 from ..validation import shown
 from .jsonrpc import INVALID_PARAMS, RpcError, to_json, tool_error, tool_result
+from .links import proposal_page
 from .session import ASK_TIMEOUT_S
 
 # Elicitation arrived in 2025-06-18: an older session has no way to ask the person anything.
@@ -31,6 +39,10 @@ ELICITATION_MODE_SINCE = "2025-11-25"
 
 # The server's own tool error code, from the approval step; the store's codes come from it.
 WRITE_NOT_APPROVED = "write_not_approved"
+
+# The reason a proposal is rejected with when the person declines, in the client, to open
+# its page: the agent reads it in the proposal.rejected event.
+DECLINED_IN_CLIENT = "the person declined to review it when the client asked"
 
 # The key of the one input request an approval makes (2026-07-28 inputRequests).
 APPROVAL_KEY = "approve"
@@ -61,6 +73,12 @@ def client_supports_form_elicitation(capabilities):
     if not isinstance(elicitation, dict):
         return False
     return not elicitation or "form" in elicitation
+
+
+def client_supports_url_elicitation(capabilities):
+    """Whether declared client capabilities include URL-mode elicitation (named ``url``)."""
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    return isinstance(elicitation, dict) and "url" in elicitation
 
 
 def _quoted(text, limit=QUESTION_TITLE_CHARS):
@@ -120,6 +138,19 @@ def approval_request(preview, with_mode):
     return params
 
 
+def review_request(preview, proposed):
+    """The URL-mode ``elicitation/create`` params sending the person to a proposal's page."""
+    lines = [
+        "An agent proposes an edit of article %s (ID %s) in knowledge base %s: proposal %d."
+        % (_quoted(preview["title"]), preview["article_id"],
+           _quoted(preview["knowledge_base_id"]), proposed["proposal_id"]),
+        "Open its page to see the change and approve or reject it, signed in as yourself; "
+        "until then the article is unchanged. Declining rejects the proposal.",
+        "",
+        question_text(preview, asking=False)]
+    return {"mode": "url", "url": proposed["review_url"], "message": "\n".join(lines)}
+
+
 def not_approved(action, where):
     """The write_not_approved error for a person's answer other than accept."""
     if action == "decline":
@@ -161,39 +192,45 @@ class ApprovalSigner:
     def _mac(self, payload):
         return hmac.new(self.secret, payload, hashlib.sha256).digest()
 
-    def issue(self, principal, tool, arguments):
-        """A handle approving ``tool`` with ``arguments`` for ``principal``, expiring soon."""
-        payload = to_json({"v": 1, "t": tool, "a": args_digest(arguments), "p": principal,
-                           "exp": int(self.clock() + self.ttl_s),
-                           "n": secrets.token_urlsafe(8)}).encode("utf-8")
+    def issue(self, principal, tool, arguments, proposal=None):
+        """A handle approving ``tool`` with ``arguments`` for ``principal``, expiring soon;
+        ``proposal`` names the proposal whose page the person was sent to (URL mode)."""
+        fields = {"v": 1, "t": tool, "a": args_digest(arguments), "p": principal,
+                  "exp": int(self.clock() + self.ttl_s), "n": secrets.token_urlsafe(8)}
+        if proposal is not None:
+            fields["pr"] = proposal
+        payload = to_json(fields).encode("utf-8")
         return "%s.%s" % (_b64(payload), _b64(self._mac(payload)))
 
     def check(self, state, principal, tool, arguments):
-        """Raise RpcError(-32602) unless ``state`` is a good handle for exactly this call."""
-        reason = self._fault(state, principal, tool, arguments)
+        """The handle's fields; RpcError(-32602) unless ``state`` is a good handle for
+        exactly this call."""
+        fields, reason = self._open(state, principal, tool, arguments)
         if reason:
             raise RpcError(INVALID_PARAMS, "Invalid or expired requestState: %s. Call the tool "
                            "again without requestState to be asked anew." % reason,
                            {"reason": "invalid_request_state"})
+        return fields
 
-    def _fault(self, state, principal, tool, arguments):
+    def _open(self, state, principal, tool, arguments):
+        """``(fields, None)`` of a good handle, ``(None, why not)`` otherwise."""
         if not isinstance(state, str) or state.count(".") != 1 or len(state) > 4096:
-            return "it is not a handle this server issued"
+            return None, "it is not a handle this server issued"
         payload_text, mac_text = state.split(".")
         try:
             payload, mac = _unb64(payload_text), _unb64(mac_text)
         except ValueError:
-            return "it is not a handle this server issued"
+            return None, "it is not a handle this server issued"
         if not hmac.compare_digest(mac, self._mac(payload)):
-            return "its signature does not match (altered, or from another secret)"
+            return None, "its signature does not match (altered, or from another secret)"
         fields = json.loads(payload.decode("utf-8"))
         if fields.get("exp", 0) < self.clock():
-            return "it expired"
+            return None, "it expired"
         if fields.get("p") != principal:
-            return "it was issued to another caller"
+            return None, "it was issued to another caller"
         if fields.get("t") != tool or fields.get("a") != args_digest(arguments):
-            return "it was issued for other arguments"
-        return None
+            return None, "it was issued for other arguments"
+        return fields, None
 
 
 def _b64(data):
@@ -214,13 +251,15 @@ class Approvals:
     """Puts each edit under ``ask`` to a person, then makes it or says why not.
 
     ``run(name, arguments, ctx)`` is the protocol's tool call, made once the person accepts;
-    ``pool`` lends the store that previews the edit.
+    ``pool`` lends the store that previews the edit; ``public_url``, where known, is the
+    address the people's pages are reached at (``links.check_public_url``).
     """
 
-    def __init__(self, signer, pool, run):
+    def __init__(self, signer, pool, run, public_url=None):
         self.signer = signer
         self.pool = pool
         self.run = run
+        self.public_url = public_url
 
     def edit(self, name, arguments, params, ctx):
         """The edit under ``ask``: checks and replays first, then the person, then the write."""
@@ -234,6 +273,8 @@ class Approvals:
             return tool_result(preview["result"])
         where = {"knowledge_base_id": preview["knowledge_base_id"],
                  "article_id": preview["article_id"]}
+        if self._sends_to_page(ctx):
+            return self._ask_to_review(preview, name, arguments, ctx)
         if ctx.modern:
             if not client_supports_form_elicitation(ctx.client_capabilities):
                 # Nobody can be asked through this client: a person reviews it later instead.
@@ -250,16 +291,80 @@ class Approvals:
     def propose(self, arguments, ctx):
         """The edit kept as a proposal for a person to review (writes mode review, or ask
         with a client that cannot be asked): success, ``status: "proposed"``."""
+        return tool_result(self._proposal(arguments, ctx))
+
+    def _proposal(self, arguments, ctx):
+        """The edit kept as a proposal (the same one again for the same key and arguments),
+        with its page's URL where the public address is known."""
         call = ctx.call
         with self.pool.writing(arguments.get("knowledge_base_id"), ctx.principal.grants,
                                call.cancelled) as store:
             store.clear_interrupt()
             call.interrupt = store.interrupt
             try:
-                return tool_result(store.propose_edit(arguments, granted=ctx.principal.grants,
-                                                      actor=ctx.principal.name))
+                result = store.propose_edit(arguments, granted=ctx.principal.grants,
+                                            actor=ctx.principal.name)
             finally:
                 call.interrupt = None
+        page = proposal_page(self.public_url, result["knowledge_base_id"],
+                             result["proposal_id"])
+        if page is not None:
+            result["review_url"] = page
+            result["review"] = result["review"].replace(
+                "a person reviews it: ", "a person reviews it at %s or with " % page, 1)
+        return result
+
+    def _sends_to_page(self, ctx):
+        """Whether this caller's question is a link to the proposal's page: the public
+        address is known and the client opens links (URL-mode elicitation)."""
+        if not self.public_url:
+            return False
+        if ctx.modern:
+            return client_supports_url_elicitation(ctx.client_capabilities)
+        session = ctx.session
+        return session is not None and session.initialized and \
+            session.protocol_version >= ELICITATION_MODE_SINCE and \
+            client_supports_url_elicitation(session.client_capabilities)
+
+    def _ask_to_review(self, preview, name, arguments, ctx):
+        """Keep the edit as a proposal and send the person to its page: in a handshake
+        session an ``elicitation/create`` (mode url) now, in 2026-07-28 an input-required
+        result whose handle names the proposal."""
+        proposed = self._proposal(arguments, ctx)
+        if proposed["replayed"]:
+            return tool_result(proposed)  # asked about once already: the page is the answer
+        question = review_request(preview, proposed)
+        if ctx.modern:
+            return {"resultType": "input_required",
+                    "inputRequests": {APPROVAL_KEY: {"method": "elicitation/create",
+                                                     "params": question}},
+                    "requestState": self.signer.issue(ctx.principal.name, name, arguments,
+                                                      proposal=proposed["proposal_id"])}
+        # One ID per question (the spec's completion notice would name it).
+        reply = ctx.ask(dict(question, elicitationId="kb-proposal-%d-%s" % (
+            proposed["proposal_id"], secrets.token_urlsafe(8))))
+        result = reply.get("result") if isinstance(reply, dict) else None
+        action = result.get("action") if isinstance(result, dict) else None
+        return self._after_page_question(action, arguments, ctx)
+
+    def _after_page_question(self, action, arguments, ctx):
+        """The person's answer to a page question: decline rejects the proposal; accept
+        (the page opened), cancel, or no answer leave it pending at its page."""
+        proposed = self._proposal(arguments, ctx)
+        if action != "decline":
+            log.info("proposal %d: %s; pending at %s", proposed["proposal_id"],
+                     "the person opens its page" if action == "accept" else
+                     "no answer (%r)" % (action,), proposed["review_url"])
+            return tool_result(proposed)
+        kb_id = proposed["knowledge_base_id"]
+        with self.pool.writing(kb_id, ctx.principal.grants, ctx.call.cancelled) as store:
+            store.reject_proposal(kb_id, proposed["proposal_id"], approver=ctx.principal.name,
+                                  reason=DECLINED_IN_CLIENT)
+        refused = not_approved("decline", {"knowledge_base_id": kb_id,
+                                           "article_id": proposed["article_id"]})
+        refused.message += " (Proposal %d is rejected.)" % proposed["proposal_id"]
+        refused.details["proposal_id"] = proposed["proposal_id"]
+        return tool_error(refused)
 
     @staticmethod
     def _cannot_ask(session):
@@ -273,9 +378,13 @@ class Approvals:
 
     def _finish(self, name, arguments, params, ctx):
         """A 2026-07-28 retry carrying the person's answer and the handle it was asked with."""
-        self.signer.check(params["requestState"], ctx.principal.name, name, arguments)
+        handle = self.signer.check(params["requestState"], ctx.principal.name, name, arguments)
         responses = params.get("inputResponses")
         answer = responses.get(APPROVAL_KEY) if isinstance(responses, dict) else None
+        if "pr" in handle:
+            # The person was sent to the proposal's page: it is decided there, not here.
+            return self._after_page_question(
+                answer.get("action") if isinstance(answer, dict) else None, arguments, ctx)
         if not isinstance(answer, dict):
             # The answer is missing: ask again rather than fail (mrtr.mdx, "Error Handling").
             preview = self._preview(arguments, ctx)

@@ -26,6 +26,7 @@ from ..tokens import WRITE_MODES
 from .approval import APPROVAL_TTL_S
 from .dispatch import Dispatch
 from .inbound import SERVER_NAME
+from .links import check_public_url
 from .oauth.scopes import SUBJECT_CLAIMS
 from .pool import QUEUED_EDITS, READERS, StorePool
 from .session import Principal
@@ -127,6 +128,13 @@ def build_parser():
     parser.add_argument("--approval-ttl", type=int, default=APPROVAL_TTL_S, metavar="S",
                         help="how long a 2026-07-28 approval handle is good (default %d s)"
                              % APPROVAL_TTL_S)
+    parser.add_argument("--public-url", metavar="URL", default=os.environ.get("KB_PUBLIC_URL"),
+                        help="where people's browsers reach the web pages of this store (this "
+                             "server's --http, or one sharing the database), e.g. "
+                             "https://kb.example.com: a proposal's page is then linked from "
+                             "its tool result, and a client that opens links (URL-mode "
+                             "elicitation) sends the person there to approve (default: "
+                             "$KB_PUBLIC_URL; without it no links)")
     parser.add_argument("--authorization-server", metavar="URL",
                         help="HTTP: the OAuth 2.1 authorization server (a gateway) that issues "
                              "this server's tokens; published as RFC 9728 metadata and in 401 "
@@ -177,6 +185,11 @@ def check_args(parser, args):
                 parts.path or parts.query or parts.fragment or parts.username:
             parser.error("argument --allow-origin: an origin is scheme://host[:port] as a "
                          "browser sends it (https://app.example.com), got %r" % origin)
+    if args.public_url is not None:
+        try:
+            args.public_url = check_public_url(args.public_url)
+        except ValueError as exc:
+            parser.error("argument --public-url: %s" % exc)
     if args.http:
         if args.grant:
             parser.error("argument --grant: over HTTP each token carries its grants (kb token "
@@ -311,7 +324,7 @@ def serve_http(args, secret):
         queued_edits=args.queued_edits, approval_ttl=args.approval_ttl,
         authorization_server=args.authorization_server, session_timeout=args.session_timeout,
         sessions_per_token=args.sessions_per_token, keepalive=args.keepalive,
-        subscriptions_per_token=args.subscriptions_per_token,
+        subscriptions_per_token=args.subscriptions_per_token, public_url=args.public_url,
         **oauth_settings(args))
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
                   max_connections=args.max_connections)
@@ -340,7 +353,7 @@ def main(argv=None):
         return serve_http(args, secret)
     pool = StorePool(args.db, readers=args.threads, writers=max(1, args.threads // 2),
                      queued_edits=args.queued_edits)
-    dispatch = Dispatch(pool, secret, args.approval_ttl)
+    dispatch = Dispatch(pool, secret, args.approval_ttl, args.public_url)
     grants = list(dict.fromkeys(args.grant))
     out = claim_stdout()
     log.info("serving %s for %s, writes %s", args.db, ", ".join(grants), args.writes)

@@ -58,9 +58,11 @@ class Dispatch:
     on the client's answers. A request that may wait (``route.may_wait``) is the transport's
     to put apart, since only it knows its threads."""
 
-    def __init__(self, pool, signing_secret, approval_ttl):
+    def __init__(self, pool, signing_secret, approval_ttl, public_url=None):
         self.pool = pool
-        self.protocol = Protocol(pool, ApprovalSigner(signing_secret, approval_ttl))
+        # public_url: where people reach the pages (a proposal's link), None where unknown.
+        self.protocol = Protocol(pool, ApprovalSigner(signing_secret, approval_ttl),
+                                 public_url)
 
     @staticmethod
     def begin(message, session):

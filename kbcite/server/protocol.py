@@ -110,10 +110,10 @@ class Context:
 class Protocol:
     """Judges each message by its era and method, and runs tools for the caller it names."""
 
-    def __init__(self, pool, signer):
+    def __init__(self, pool, signer, public_url=None):
         self.pool = pool
         # An edit under ``ask`` goes to the approval flow, which makes it through _run.
-        self.approvals = Approvals(signer, pool, self._run)
+        self.approvals = Approvals(signer, pool, self._run, public_url)
         self.server_info = {"name": SERVER_NAME, "title": "Knowledge base",
                             "version": SERVER_VERSION}
         shared = {"tools/list": self._list_tools, "tools/call": self._call_tool,

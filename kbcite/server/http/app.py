@@ -51,7 +51,8 @@ class McpApp:
                               queued_edits=settings.queued_edits)
         self.auth = Auth(settings)
         self.guards = Guards(settings)
-        self.dispatch = Dispatch(self.pool, settings.signing_secret, settings.approval_ttl)
+        self.dispatch = Dispatch(self.pool, settings.signing_secret, settings.approval_ttl,
+                                 settings.public_url)
         self.sessions = HttpSessions(settings.db, settings.session_timeout,
                                      settings.sessions_per_token)
         self.threads = Threads(settings.max_requests, "kb-http")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..approval import APPROVAL_TTL_S
+from ..links import check_public_url
 from ..pool import QUEUED_EDITS, READERS
 from ..subscriptions import SUBSCRIPTIONS_MAX
 from .app import McpApp
@@ -38,7 +39,8 @@ ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": (
                "KB_OAUTH_WRITES": ("oauth_writes", str),
                "KB_OAUTH_CLIENT_ID": ("oauth_client_id", str),
                "KB_OAUTH_CLIENT_SECRET": ("oauth_client_secret", str),
-               "KB_OAUTH_SCOPES": ("oauth_scopes", "list")}
+               "KB_OAUTH_SCOPES": ("oauth_scopes", "list"),
+               "KB_PUBLIC_URL": ("public_url", str)}
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,9 @@ class Settings:
     oauth_client_secret: Optional[str] = None
     # The scopes the RFC 9728 document lists and a 401 not about one call names.
     oauth_scopes: tuple = ()
+    # Where people's browsers reach the pages (links.check_public_url): a proposal's page is
+    # linked from its approval question and its tool result; None: no links are made.
+    public_url: Optional[str] = None
 
 
 def create_app(db, *, signing_secret=None, **options):
@@ -92,6 +97,11 @@ def create_app(db, *, signing_secret=None, **options):
     for name in ("allowed_origins", "oauth_scopes"):
         if name in options:
             options[name] = tuple(options[name])
+    if options.get("public_url") is not None:
+        try:
+            options["public_url"] = check_public_url(options["public_url"])
+        except ValueError as exc:
+            raise ValueError("public_url: %s" % exc) from None
     return McpApp(Settings(db=db, signing_secret=signing_secret, **options))
 
 
@@ -113,4 +123,9 @@ def app_from_env():
                 raise RuntimeError("%s=%r is not a valid %s" % (name, value, kind.__name__)
                                    ) from None
     secret = os.environ.get("KB_SIGNING_SECRET")
+    if "public_url" in options:
+        try:
+            options["public_url"] = check_public_url(options["public_url"])
+        except ValueError as exc:
+            raise RuntimeError("KB_PUBLIC_URL: %s" % exc) from None
     return create_app(db, signing_secret=secret.encode("utf-8") if secret else None, **options)
