@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import InvalidArgument
+from .threeway import conflict_left
 from .limits import CONTENT_MAX_BYTES, FILE_MAX_BYTES, TITLE_MAX
 from .validation import is_blank
 
@@ -54,7 +55,14 @@ def parse_markdown(text, fallback_title):
 
 
 def parse_document(text, fallback_title):
-    """``(title, body, meta)``: ``parse_markdown``'s, and the front matter's ``META_KEYS``."""
+    """``(title, body, meta)``: ``parse_markdown``'s, and the front matter's ``META_KEYS``.
+    A text that still holds a merge conflict's markers is refused (ValueError)."""
+    left = conflict_left(text)
+    if left is not None:
+        raise ValueError(
+            "it still holds a merge conflict at line %d (%s): keep the lines you want between "
+            "the markers, delete the <<<<<<<, ======= and >>>>>>> lines, then run the command "
+            "again" % (left[0], left[1][:60]))
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = text.splitlines()

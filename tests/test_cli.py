@@ -142,7 +142,7 @@ def test_add_save_publish_unpublish_and_events(db, tmp_path):
     text = "Line one\nहिंदी और 中文 🎉\n"
     source = write(tmp_path, "article.txt", text)
     first = out(db, "add", KB, "--title", "From content", "--content", "Plain words").strip()
-    second = out(db, "add", KB, "--title", "From file", "--file", source).strip()
+    second = out(db, "add", KB, "--title", "From file", "--file", source, "--raw").strip()
     piped = out(db, "add", KB, "--title", "Piped", stdin="from stdin").strip()
     draft = out(db, "add", KB, "--title", "Not yet", "--content", "Hidden", "--draft").strip()
     listed = rows(db)

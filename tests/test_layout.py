@@ -19,7 +19,8 @@ FLOORS = {
         "kbcite.markdown", "kbcite.tokens", "kbcite.grants", "kbcite.sessions", "kbcite.audit",
         "kbcite.access",
         "kbcite.context", "kbcite.history", "kbcite.citations", "kbcite.changes",
-        "kbcite.catalog", "kbcite.proposals", "kbcite.linediff",
+        "kbcite.catalog", "kbcite.proposals", "kbcite.linediff", "kbcite.threeway",
+        "kbcite.merging",
         "kbcite.folder", "kbcite.exporter", "kbcite.backup",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
     # The engines: the package that picks one; each engine and its schema; the contract and

@@ -8,7 +8,7 @@ import sys
 import uuid
 
 from ..errors import InvalidArgument, NotFound, VersionConflict
-from ..markdown import decode_utf8, parse_document, read_utf8_file
+from ..markdown import decode_utf8, fallback_title, parse_document, read_utf8_file
 from .messages import PROG, CommandError
 from .output import emit, marked, one_line, print_json, stale, table
 
@@ -54,6 +54,20 @@ def read_content(args, required):
                           "input", argument="--content")
 
 
+def markdown_file(args, content, fallback=None):
+    """``(title or None, content)``: ``--file``'s text read as import reads Markdown (front
+    matter and a first ``# `` heading give the title, ``fallback`` where neither does), or
+    as it is with ``--raw``, or where the content came from elsewhere."""
+    if content is None or args.file is None or args.raw:
+        return None, content
+    try:
+        title, body, _ = parse_document(content, fallback)
+    except ValueError as exc:
+        raise CommandError("--file %s cannot be read as import reads Markdown: %s (--raw "
+                           "takes it as it is)" % (args.file, exc), argument="--file") from None
+    return title, body
+
+
 def version_result(args, updated_at, out, **extra):
     """What a command that makes a version prints: the version, or with --json the article
     and its version under the tools' names."""
@@ -66,8 +80,15 @@ def version_result(args, updated_at, out, **extra):
 
 def cmd_add(store, args, out):
     """Add an article; prints its ID."""
-    article_id = store.create_article(args.kb, args.title, read_content(args, True),
-                                      published=not args.draft, actor=args.actor)
+    stem = None if args.file in (None, "-") else fallback_title(
+        os.path.splitext(os.path.basename(args.file))[0])
+    found, content = markdown_file(args, read_content(args, True), stem)
+    title = args.title if args.title is not None else found
+    if title is None:
+        raise CommandError("give the article a title: --title T, or a # heading or front "
+                           "matter title in --file", argument="--title")
+    article_id = store.create_article(args.kb, title, content, published=not args.draft,
+                                      actor=args.actor)
     if args.json:
         article = store.get_article(args.kb, article_id)
         return print_json({"knowledge_base_id": args.kb, "article_id": article_id,
@@ -79,8 +100,10 @@ def cmd_add(store, args, out):
 
 def cmd_save(store, args, out):
     """A person's save (last writer wins); prints the new version."""
+    found, content = markdown_file(args, read_content(args, False))
     return version_result(args, store.save_article(
-        args.kb, args.article, content=read_content(args, False), title=args.title,
+        args.kb, args.article, content=content,
+        title=args.title if args.title is not None else found,
         actor=args.actor, summary=args.summary), out)
 
 
@@ -210,16 +233,8 @@ def cmd_read(store, args, out):
 def cmd_edit(store, args, out):
     """The agent's edit: compare-and-swap on --expected-version, exit 3 if it is stale.
     ``--title`` alone retitles: the content stays as it is."""
-    content = read_content(args, args.title is None)
-    title = args.title
-    if content is not None and args.file is not None and not args.raw:
-        # As import reads it: front matter and a first # heading are the title, not text.
-        try:
-            found, content, _ = parse_document(content, None)
-        except ValueError as exc:
-            raise CommandError("--file %s cannot be read as import reads Markdown: %s (--raw "
-                               "takes it as it is)" % (args.file, exc)) from None
-        title = title if title is not None else found
+    found, content = markdown_file(args, read_content(args, args.title is None))
+    title = args.title if args.title is not None else found
     if content is None:
         content = store.get_article(args.kb, args.article)["content"]
     arguments = {"knowledge_base_id": args.kb, "article_id": args.article,

@@ -1,5 +1,6 @@
 """The commands between a knowledge base and a folder of Markdown files: import and export."""
 
+import os
 import sys
 
 from .messages import Conflict, Interrupted
@@ -53,9 +54,10 @@ def cmd_import(store, args, out):
     conflicts = result["counts"]["conflict"]
     if conflicts:
         raise Conflict("%d article(s) were edited since the import wrote them and were left "
-                       "alone; kb export %s FOLDER --edited writes them to their files, or run "
-                       "import with --force to overwrite them with their files"
-                       % (conflicts, args.kb))
+                       "alone; kb export %s FOLDER --edited writes them to their files (where "
+                       "only the store changed), kb merge %s ARTICLE --file F merges one whose "
+                       "file changed too, or import with --force to overwrite them with their "
+                       "files" % (conflicts, args.kb, args.kb))
 
 
 def summary(result):
@@ -112,8 +114,10 @@ def cmd_export(store, args, out):
         for action in result["actions"]:
             if action["action"] == "unchanged":
                 continue
-            note = {"conflict": ": the file changed since its import too; kept (--force "
-                                "overwrites it)",
+            note = {"conflict": ": the file changed since its import too; kept (kb merge %s "
+                                "%s --file %s merges the two; --force overwrites it)"
+                                % (args.kb, action["article_id"],
+                                   os.path.join(args.directory, action["path"])),
                     "exists": ": another text is there; kept (--yes overwrites it)"}.get(
                                     action["action"], "")
             print("%-9s %s <- %s%s" % (action["action"], action["path"], action["article_id"],
@@ -124,5 +128,6 @@ def cmd_export(store, args, out):
                                   if counts[name] or name in ("write", "unchanged"))), file=out)
     if result["counts"]["conflict"]:
         raise Conflict("%d file(s) changed since their import, as their articles did, and were "
-                       "left alone; compare them with kb diff, or export with --force"
-                       % result["counts"]["conflict"])
+                       "left alone; merge each with kb merge %s ARTICLE --file F (kb diff %s "
+                       "ARTICLE --file F shows the difference), or export with --force to "
+                       "overwrite the files" % (result["counts"]["conflict"], args.kb, args.kb))

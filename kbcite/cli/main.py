@@ -29,6 +29,7 @@ from .articles import (
 from .completion import script
 from .folders import cmd_export, cmd_import
 from .history import cmd_diff, cmd_history, cmd_revert
+from .merge import cmd_merge
 from .review import cmd_review
 from .messages import (
     EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, Conflict,
@@ -43,7 +44,7 @@ COMMANDS = {
     "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
     "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
     "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "grant": cmd_grant,
-    "history": cmd_history,
+    "history": cmd_history, "merge": cmd_merge,
     "diff": cmd_diff, "revert": cmd_revert, "delete": cmd_delete, "export": cmd_export,
     "dump": cmd_dump, "restore": cmd_restore,
     "review": cmd_review,

@@ -63,6 +63,12 @@ def build_parser():
         p.add_argument("--fields", metavar="F,F",
                        help="only these fields, in this order (the names --format json shows)")
 
+    def raw_arg(p):
+        p.add_argument("--raw", action="store_true",
+                       help="--file: take the file as the content, as it is (default: as "
+                            "import reads Markdown: front matter and a # heading give the "
+                            "title)")
+
     def content_args(p, what):
         text = p.add_mutually_exclusive_group()
         text.add_argument("--file", metavar="F",
@@ -78,15 +84,18 @@ def build_parser():
 
     p = command("add", "add an article (content from --file, --content or standard input)")
     kb_arg(p)
-    p.add_argument("--title", required=True, help="the article's title")
+    p.add_argument("--title", help="the article's title (default, with --file: the file's, "
+                                   "as import reads it)")
     content_args(p, "the content")
+    raw_arg(p)
     p.add_argument("--draft", action="store_true", help="add it unpublished")
 
     p = command("save", "a person's save of an article (last writer wins)")
     kb_arg(p)
     article_arg(p)
-    p.add_argument("--title", help="a new title")
+    p.add_argument("--title", help="a new title (default: keep it, or the file's)")
     content_args(p, "the new content (default: keep it)")
+    raw_arg(p)
     summary_arg(p)
 
     for name, text in (("publish", "make an article visible to agents"),
@@ -125,9 +134,7 @@ def build_parser():
                    help="the version (updated_at) you read; the edit is refused if it changed")
     p.add_argument("--title", help="a new title (default: keep it, or the file's)")
     content_args(p, "the whole new content")
-    p.add_argument("--raw", action="store_true",
-                   help="--file: take the file as the content, as it is (default: as import "
-                        "reads Markdown: front matter and a # heading give the title)")
+    raw_arg(p)
     p.add_argument("--idempotency-key", metavar="K",
                    help="resending with the same key returns the first result and writes "
                         "nothing (default: a new random key)")
@@ -154,6 +161,32 @@ def build_parser():
     p.add_argument("--file", metavar="F",
                    help="compare the article (at --to, default the current version) with the "
                         "Markdown file F, read as import reads it")
+
+    p = command("merge", "merge an article and a Markdown file from their common base: "
+                         "changes that do not overlap are written to both, those that do are "
+                         "marked in the file for you to resolve (exit 3)")
+    kb_arg(p)
+    article_arg(p)
+    p.add_argument("--file", required=True, metavar="F",
+                   help="the Markdown file, read as import reads it (front matter and a # "
+                        "heading give the title)")
+    p.add_argument("--base", metavar="V",
+                   help="the version F was made from (default: the one its conflict markers "
+                        "were written against, its front matter's, or the import's)")
+    p.add_argument("--expected-version", metavar="V",
+                   help="merge only if the article is still at V (exit 3 if not)")
+    p.add_argument("--title", help="the merged title (default: merged as the text is)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the merged file, write nothing")
+    p.add_argument("--output", metavar="O",
+                   help="write the merged file (or its conflicts) to O, not F; nothing to "
+                        "the store")
+    p.add_argument("--yes", action="store_true",
+                   help="--output: replace O if it is there; --abort: even if F changed "
+                        "since the conflict was written")
+    p.add_argument("--abort", action="store_true",
+                   help="put F back as it was before a merge wrote conflict markers into it")
+    summary_arg(p)
 
     p = command("revert", "a new version holding an older version's title and content, only "
                           "if the article is still at --expected-version (exit 3 if not)")
@@ -324,6 +357,10 @@ def parse(argv):
         parser.error("argument --fields: name at least one field (F,F); leave --fields out "
                      "for all of them")
     args.command = {"kbs": "knowledge-bases"}.get(args.command, args.command)
+    if args.command == "add" and args.title is None and (args.file is None or args.raw):
+        commands = parser._subparsers._group_actions[0].choices  # kb add's own usage line
+        commands["add"].error("the following arguments are required: --title (or --file F, "
+                              "whose # heading or front matter gives the title)")
     if getattr(args, "actor", None) is None:
         args.actor = login_name()
     if args.command == "history":
