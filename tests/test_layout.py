@@ -39,8 +39,8 @@ FLOORS = {
 # The server's own floors, top first: bytes <-> messages (the transports), messages ->
 # decisions (dispatch, then the protocol and what it judges with), the ground both stand on.
 SERVER_FLOORS = {
-    4: ["kbcite.server.cli", "kbcite.server.__main__", "kbcite.server.asgi",
-        "kbcite.server.h11_guard"],
+    4: ["kbcite.server.cli", "kbcite.server.options", "kbcite.server.__main__",
+        "kbcite.server.asgi", "kbcite.server.h11_guard"],
     3: ["kbcite.server.stdio", "kbcite.server.http.*", "kbcite.server.web.*",
         "kbcite.server.oauth.*"],
     2: ["kbcite.server.dispatch"],

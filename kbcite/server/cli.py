@@ -23,20 +23,13 @@ from ..errors import ToolError
 from ..limits import ACTOR_MAX, SCHEMA_VERSION
 from ..store import KBStore
 from ..tokens import WRITE_MODES
-from .approval import APPROVAL_TTL_S
 from .dispatch import Dispatch
 from .inbound import SERVER_NAME
 from .links import check_public_url
-from .oauth.scopes import SUBJECT_CLAIMS
-from .pool import QUEUED_EDITS, READERS, StorePool
+from .options import HTTP_DEFAULTS, add_http_options  # noqa: F401 (HTTP_DEFAULTS: kb-server's own)
+from .pool import StorePool
 from .session import Principal
 from .stdio import StdioTransport
-
-# The HTTP defaults, as the help states them; the HTTP modules hold the values themselves
-# (tests/test_http.py checks that the two agree).
-HTTP_DEFAULTS = {"max_body": 8 * 1024 * 1024, "max_connections": 2048, "request_timeout": 30.0,
-                 "idle_timeout": 60.0, "session_timeout": 3600.0, "sessions_per_token": 32,
-                 "keepalive": 15.0, "subscriptions_per_token": 1000}
 
 MISSING_HTTP = ("kb-server: error: argument --http: serving HTTP needs uvicorn, which is not "
                 "installed: pip install 'kbcite[http]'")
@@ -51,7 +44,6 @@ def fail(message):
 
 def build_parser():
     """The command line: a store, the transport, and who may do what."""
-    d = HTTP_DEFAULTS
     parser = argparse.ArgumentParser(
         prog="kb-server",
         description="MCP server for a knowledge-base store: stdio (one client, --grant) or "
@@ -78,86 +70,7 @@ def build_parser():
                         help="serve Streamable HTTP on http://HOST:PORT/mcp instead of stdio "
                              "(needs pip install 'kbcite[http]'); bind to 127.0.0.1 unless "
                              "other machines must reach it")
-    parser.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="HTTP: server processes sharing the port (default 1)")
-    parser.add_argument("--threads", type=int, default=READERS, metavar="N",
-                        help="tool calls run at once per process, each on a store connection "
-                             "of its own; edits have N/2 connections apart (default %d)"
-                             % READERS)
-    parser.add_argument("--queued-edits", type=int, default=QUEUED_EDITS, metavar="N",
-                        help="edits of one knowledge base that may wait for their turn; one "
-                             "more gets store_busy at once (default %d)" % QUEUED_EDITS)
-    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                        help="HTTP: a browser Origin allowed (CORS included) besides the "
-                             "server's own addresses (repeat for several)")
-    parser.add_argument("--max-body", type=int, default=d["max_body"], metavar="BYTES",
-                        help="HTTP: the largest request body (default %d)" % d["max_body"])
-    parser.add_argument("--max-connections", type=int, default=d["max_connections"],
-                        metavar="N", help="HTTP: connections held at once per process; one "
-                                          "more gets 503 (default %d)" % d["max_connections"])
-    parser.add_argument("--request-timeout", type=float, default=d["request_timeout"],
-                        metavar="S", help="HTTP: a request must arrive whole within S seconds "
-                                          "of its first byte (default %g)"
-                                          % d["request_timeout"])
-    parser.add_argument("--idle-timeout", type=float, default=d["idle_timeout"], metavar="S",
-                        help="HTTP: a connection without a request in progress is closed "
-                             "after S seconds (default %g)" % d["idle_timeout"])
-    parser.add_argument("--session-timeout", type=float, default=d["session_timeout"],
-                        metavar="S", help="HTTP: a 2025-11-25 session ends after S seconds "
-                                          "without a request (default %g)"
-                                          % d["session_timeout"])
-    parser.add_argument("--sessions-per-token", type=int, default=d["sessions_per_token"],
-                        metavar="N", help="HTTP: sessions one token holds at once; a new one "
-                                          "ends its least recently used (default %d)"
-                                          % d["sessions_per_token"])
-    parser.add_argument("--keepalive", type=float, default=d["keepalive"], metavar="S",
-                        help="HTTP: an open notification stream (a session's GET, a listen) "
-                             "says it is alive every S seconds (default %g)" % d["keepalive"])
-    parser.add_argument("--subscriptions-per-token", type=int,
-                        default=d["subscriptions_per_token"], metavar="N",
-                        help="HTTP: URIs the 2025-11-25 sessions of one token subscribe to at "
-                             "once (default %d)" % d["subscriptions_per_token"])
-    parser.add_argument("--ssl-certfile", metavar="FILE",
-                        help="HTTP: serve https with this certificate (PEM), and --ssl-keyfile")
-    parser.add_argument("--ssl-keyfile", metavar="FILE", help="HTTP: the certificate's key (PEM)")
-    parser.add_argument("--signing-secret-file", metavar="FILE",
-                        help="the secret that signs 2026-07-28 approval handles (default: "
-                             "$KB_SIGNING_SECRET, else a random one for this server); servers "
-                             "that share a database and this secret can finish each other's "
-                             "approvals")
-    parser.add_argument("--approval-ttl", type=int, default=APPROVAL_TTL_S, metavar="S",
-                        help="how long a 2026-07-28 approval handle is good (default %d s)"
-                             % APPROVAL_TTL_S)
-    parser.add_argument("--public-url", metavar="URL", default=os.environ.get("KB_PUBLIC_URL"),
-                        help="where people's browsers reach the web pages of this store (this "
-                             "server's --http, or one sharing the database), e.g. "
-                             "https://kb.example.com: a proposal's page is then linked from "
-                             "its tool result, and a client that opens links (URL-mode "
-                             "elicitation) sends the person there to approve (default: "
-                             "$KB_PUBLIC_URL; without it no links)")
-    parser.add_argument("--authorization-server", metavar="URL",
-                        help="HTTP: the OAuth 2.1 authorization server (a gateway) that issues "
-                             "this server's tokens; published as RFC 9728 metadata and in 401 "
-                             "challenges")
-    team = parser.add_argument_group(
-        "signing in with the team's identity provider (HTTP; pip install 'kbcite[oauth]')")
-    team.add_argument("--oauth-issuer", metavar="URL",
-                      help="accept this OAuth 2.1 / OpenID Connect issuer's access tokens "
-                           "beside kb tokens (https; http only on loopback)")
-    team.add_argument("--oauth-audience", metavar="URL",
-                      help="the resource its tokens must name in aud (default: the URL "
-                           "served, http(s)://HOST:PORT/mcp; give the public URL behind a "
-                           "proxy)")
-    team.add_argument("--oauth-subject-claim", choices=SUBJECT_CLAIMS, default="sub",
-                      help="the claim that names the person in the history (default sub)")
-    team.add_argument("--oauth-writes", choices=WRITE_MODES, default="ask",
-                      help="how the edits of a kb:KB:write scope go (default ask)")
-    team.add_argument("--oauth-scope", action="append", default=[], metavar="SCOPE",
-                      help="a scope the RFC 9728 metadata lists (repeatable), e.g. "
-                           "kb:support:read")
-    team.add_argument("--oauth-client-id", metavar="ID",
-                      help="this server's client ID at the issuer, for RFC 7662 introspection "
-                           "of opaque tokens (its secret from $KB_OAUTH_CLIENT_SECRET)")
+    add_http_options(parser)
     return parser
 
 
