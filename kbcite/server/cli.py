@@ -13,10 +13,10 @@ import contextlib
 import difflib
 import io
 import logging
+import logging.config
 import os
 import secrets
 import sys
-import urllib.parse
 
 from .. import __version__
 from ..errors import ToolError
@@ -26,7 +26,10 @@ from ..tokens import WRITE_MODES
 from .dispatch import Dispatch
 from .inbound import SERVER_NAME
 from .links import check_public_url
-from .options import HTTP_DEFAULTS, add_http_options  # noqa: F401 (HTTP_DEFAULTS: kb-server's own)
+from .logs import check_log_file, log_config
+from .options import (  # noqa: F401 (HTTP_DEFAULTS: kb-server's own)
+    HTTP_DEFAULTS, MINIMUM, ORIGIN_FORM, POSITIVE, add_http_options, is_origin,
+)
 from .pool import StorePool
 from .session import Principal
 from .stdio import StdioTransport
@@ -37,9 +40,13 @@ MISSING_HTTP = ("kb-server: error: argument --http: serving HTTP needs uvicorn, 
 log = logging.getLogger(__name__)
 
 
+# The name the one-line errors start with: kb-server's, or kb serve's when it runs the server.
+PROG = ["kb-server"]
+
+
 def fail(message):
     """Exit with one line naming what went wrong: a runtime error, so no usage."""
-    sys.exit("kb-server: error: %s" % message)
+    sys.exit("%s: error: %s" % (PROG[0], message))
 
 
 def build_parser():
@@ -79,25 +86,21 @@ def check_args(parser, args):
     if not args.actor.strip() or len(args.actor) > ACTOR_MAX:
         parser.error("argument --actor: a name of 1 to %d characters, got %r"
                      % (ACTOR_MAX, args.actor[:ACTOR_MAX + 1]))
-    if args.queued_edits < 0:
-        parser.error("argument --queued-edits: must be 0 or more")
-    for name in ("max_body", "max_connections", "workers", "threads", "approval_ttl",
-                 "sessions_per_token", "subscriptions_per_token"):
-        if getattr(args, name) < 1:
-            parser.error("argument --%s: must be at least 1" % name.replace("_", "-"))
-    for name in ("request_timeout", "idle_timeout", "session_timeout", "keepalive"):
+    for name, low in MINIMUM.items():
+        if getattr(args, name) < low:
+            parser.error("argument --%s: must be %s" % (name.replace("_", "-"),
+                                                        "0 or more" if low == 0 else
+                                                        "at least %d" % low))
+    for name in POSITIVE:
         if getattr(args, name) <= 0:
             parser.error("argument --%s: must be positive" % name.replace("_", "-"))
     for origin in args.allow_origin:
-        parts = urllib.parse.urlsplit(origin)
-        try:
-            parts.port  # noqa: B018 (a port that is not a number raises)
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or \
-                parts.path or parts.query or parts.fragment or parts.username:
-            parser.error("argument --allow-origin: an origin is scheme://host[:port] as a "
-                         "browser sends it (https://app.example.com), got %r" % origin)
+        if not is_origin(origin):
+            parser.error("argument --allow-origin: %s, got %r" % (ORIGIN_FORM, origin))
+    if args.log_file:
+        problem = check_log_file(args.log_file)
+        if problem:
+            fail("argument --log-file: %s" % problem)
     if args.public_url is not None:
         try:
             args.public_url = check_public_url(args.public_url)
@@ -225,7 +228,7 @@ def serve_http(args, secret):
     try:
         from .http.guards import is_loopback
         from .http.h11_guard import Guard
-        from .http.serve import serve
+        from .http.serve import serve, server_log_config
         from .http.settings import Settings
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in ("uvicorn", "h11"):
@@ -238,7 +241,7 @@ def serve_http(args, secret):
         authorization_server=args.authorization_server, session_timeout=args.session_timeout,
         sessions_per_token=args.sessions_per_token, keepalive=args.keepalive,
         subscriptions_per_token=args.subscriptions_per_token, public_url=args.public_url,
-        **oauth_settings(args))
+        access_log=args.log_format == "json", **oauth_settings(args))
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
                   max_connections=args.max_connections)
     if not is_loopback(args.host):
@@ -248,18 +251,24 @@ def serve_http(args, secret):
         # The port on a line of its own, for a caller that asked for port 0.
         return serve(settings, guard, args.host, args.port, args.workers, args.ssl_certfile,
                      args.ssl_keyfile,
-                     announce=lambda line: print(line, file=sys.stderr, flush=True))
+                     announce=lambda line: print(line, file=sys.stderr, flush=True),
+                     logs=server_log_config(args.log_format, args.log_file))
     except OSError as exc:
         fail("argument --http: cannot listen on %s: %s" % (args.http, exc.strerror or exc))
 
 
 def main(argv=None):
     """Run the server: stdio until stdin closes, or HTTP until interrupted."""
+    PROG[0] = "kb-server"
     parser = build_parser()
-    args = parser.parse_args(argv)
+    return run(parser, parser.parse_args(argv))
+
+
+def run(parser, args):
+    """Run the server of parsed ``args``; ``parser`` says what a usage error is (kb-server's
+    own, or kb serve's)."""
     check_args(parser, args)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="kb_server: %(levelname)s: %(message)s")
+    logging.config.dictConfig(log_config(args.log_format, args.log_file))
     open_store(args).close()
     secret = signing_secret(args)
     if args.http:

@@ -4,9 +4,11 @@ config file ``kb serve`` reads) cannot drift apart."""
 
 import argparse
 import os
+import urllib.parse
 
 from ..tokens import WRITE_MODES
 from .approval import APPROVAL_TTL_S
+from .logs import LOG_FORMATS
 from .oauth.scopes import SUBJECT_CLAIMS
 from .pool import QUEUED_EDITS, READERS
 
@@ -16,6 +18,26 @@ HTTP_DEFAULTS = {"max_body": 8 * 1024 * 1024, "max_connections": 2048, "request_
                  "idle_timeout": 60.0, "session_timeout": 3600.0, "sessions_per_token": 32,
                  "keepalive": 15.0, "subscriptions_per_token": 1000}
 
+
+# The least value of each whole-number option, and the options that must be above 0.
+MINIMUM = {"queued_edits": 0, "max_body": 1, "max_connections": 1, "workers": 1, "threads": 1,
+           "approval_ttl": 1, "sessions_per_token": 1, "subscriptions_per_token": 1}
+POSITIVE = ("request_timeout", "idle_timeout", "session_timeout", "keepalive")
+
+# What --allow-origin (and kb serve's allow-origins) must look like.
+ORIGIN_FORM = ("an origin is scheme://host[:port] as a browser sends it "
+               "(https://app.example.com)")
+
+
+def is_origin(origin):
+    """Whether ``origin`` is an origin as a browser sends it: scheme://host[:port]."""
+    parts = urllib.parse.urlsplit(origin)
+    try:
+        parts.port  # noqa: B018 (a port that is not a number raises)
+    except ValueError:
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.path
+            and not parts.query and not parts.fragment and not parts.username)
 
 
 def add_http_options(parser, defaults=True):
@@ -103,6 +125,13 @@ def add_http_options(parser, defaults=True):
     team.add_argument("--oauth-client-id", metavar="ID",
                       help="this server's client ID at the issuer, for RFC 7662 introspection "
                            "of opaque tokens (its secret from $KB_OAUTH_CLIENT_SECRET)")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="plain",
+                        help="plain: lines for a person (default); json: one JSON object a "
+                             "line, and over HTTP one line a request (time, method, path, "
+                             "status, duration, token name; never the token or a cookie)")
+    parser.add_argument("--log-file", metavar="PATH",
+                        help="append the log to PATH instead of stderr (the serving line still "
+                             "goes to stderr)")
     if not defaults:
         for action in parser._actions[before:]:
             action.default = argparse.SUPPRESS

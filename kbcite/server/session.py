@@ -19,6 +19,10 @@ from .jsonrpc import INVALID_REQUEST, RpcError, id_key, is_request_id, to_json
 # short enough that a forgotten one lapses (as long as an approval handle stays good).
 ASK_TIMEOUT_S = 600
 
+# Where an HTTP request's scope holds the name of who sent it once known (the token's name,
+# the signed-in person's): the access log's, never the token itself.
+CALLER = "kbcite.caller"
+
 log = logging.getLogger(__name__)
 
 

@@ -12,7 +12,7 @@ import logging
 from ...errors import ToolError
 from ..pool import Connections
 from ..inbound import SERVER_NAME, WAITING_TOOLS
-from ..session import Principal
+from ..session import CALLER, Principal
 from ..throttle import Throttle
 from .request import (AUTHENTICATED, MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal,
                       refusal, unavailable)
@@ -88,6 +88,7 @@ class Auth:
                           [(b"WWW-Authenticate", self.challenge(req, ("error", "invalid_token")))])
         # The connection may now use the slots kept for authenticated clients (h11_guard).
         req.scope[AUTHENTICATED] = True
+        req.scope[CALLER] = found["name"]
         return Principal(found["name"], frozenset(found["grants"]), found["writes"])
 
     def _issuers(self, req, store, token, routed):
@@ -117,6 +118,7 @@ class Auth:
         for kb, mode in store.grants.of(identity.subject, identity.groups).items():
             modes[kb] = broader(modes.get(kb), mode)
         req.scope[AUTHENTICATED] = True
+        req.scope[CALLER] = identity.subject
         return Principal(identity.subject, frozenset(modes), "deny",
                          kb_writes=frozenset(modes.items()), issuer=identity.issuer)
 

@@ -18,6 +18,8 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from ..inbound import SERVER_NAME, SERVER_VERSION
+from ..logs import log_config
+from .access import AccessLog
 from .app import MCP_PATH, McpApp
 from .h11_guard import ADDRESS_SHARE, GuardedH11Protocol
 
@@ -40,17 +42,9 @@ RESERVED_FDS = 64
 
 # uvicorn's log lines in ours, at WARNING (its INFO lines say what our serving line says), and
 # without its "Invalid HTTP request received." (the guarded protocol logs the reason itself).
-LOG_CONFIG = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"refusals": {"()": "kbcite.server.http.serve.DropRefusals"}},
-    "formatters": {"kb": {"format": "kb_server: %(levelname)s: %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "kb",
-                            "stream": "ext://sys.stderr", "filters": ["refusals"]}},
-    "root": {"handlers": ["stderr"], "level": "INFO"},
-    "loggers": {"uvicorn": {"level": "WARNING"}, "uvicorn.error": {"level": "WARNING"},
-                "uvicorn.access": {"level": "WARNING"}},
-}
+LOG_FILTERS = {"refusals": "kbcite.server.http.serve.DropRefusals"}
+LOG_LEVELS = {"uvicorn": "WARNING", "uvicorn.error": "WARNING", "uvicorn.access": "WARNING"}
+LOG_CONFIG = log_config(filters=LOG_FILTERS, levels=LOG_LEVELS)
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +65,8 @@ class AppFactory:
         self.settings = settings
 
     def __call__(self):
-        return McpApp(self.settings)
+        app = McpApp(self.settings)
+        return AccessLog(app) if self.settings.access_log else app
 
 
 def listen(host, port, backlog=BACKLOG):
@@ -114,13 +109,20 @@ def fit_descriptors(connections):
     return connections
 
 
-def config(settings, guard, workers=1, ssl_certfile=None, ssl_keyfile=None):
-    """uvicorn's Config for the app: the guarded protocol, our logs, no proxy headers trusted
-    (behind a proxy, uvicorn's own --proxy-headers), a bounded graceful shutdown."""
+def server_log_config(log_format="plain", log_file=None):
+    """The logging configuration of the server's processes, the parent's and every worker's:
+    ours in ``log_format`` on stderr or appended to ``log_file``, uvicorn's at WARNING."""
+    return log_config(log_format, log_file, LOG_FILTERS, LOG_LEVELS)
+
+
+def config(settings, guard, workers=1, ssl_certfile=None, ssl_keyfile=None, logs=None):
+    """uvicorn's Config for the app: the guarded protocol, our logs (``logs``, a
+    ``server_log_config``), no proxy headers trusted (behind a proxy, uvicorn's own
+    --proxy-headers), a bounded graceful shutdown."""
     made = uvicorn.Config(
         AppFactory(settings), factory=True, http=GuardedH11Protocol, lifespan="on",
-        log_config=LOG_CONFIG, access_log=False, proxy_headers=False, server_header=False,
-        headers=[("server", "%s/%s" % (SERVER_NAME, SERVER_VERSION))],
+        log_config=logs or LOG_CONFIG, access_log=False, proxy_headers=False,
+        server_header=False, headers=[("server", "%s/%s" % (SERVER_NAME, SERVER_VERSION))],
         timeout_keep_alive=guard.idle_timeout, timeout_graceful_shutdown=GRACEFUL_S,
         h11_max_incomplete_event_size=guard.head_max, backlog=BACKLOG, workers=workers,
         ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile)
@@ -136,7 +138,7 @@ def serving_line(host, port, tls):
 
 
 def serve(settings, guard, host, port, workers=1, ssl_certfile=None, ssl_keyfile=None,
-          announce=print):
+          announce=print, logs=None):
     """Listen, announce the serving line, and serve until SIGINT or SIGTERM; OSError when
     ``host:port`` cannot be listened on. Returns the exit code."""
     sock = listen(host, port)
@@ -150,7 +152,7 @@ def serve(settings, guard, host, port, workers=1, ssl_certfile=None, ssl_keyfile
     if fit < guard.ceiling:
         guard = dataclasses.replace(guard, max_connections=max(
             1, fit * ADDRESS_SHARE // (ADDRESS_SHARE + 1)))
-    made = config(settings, guard, workers, ssl_certfile, ssl_keyfile)
+    made = config(settings, guard, workers, ssl_certfile, ssl_keyfile, logs)
     announce(serving_line(host, sock.getsockname()[1], ssl_certfile is not None))
     if workers == 1:
         uvicorn.Server(made).run(sockets=[sock])

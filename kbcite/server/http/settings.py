@@ -81,6 +81,8 @@ class Settings:
     # Where people's browsers reach the pages (links.check_public_url): a proposal's page is
     # linked from its approval question and its tool result; None: no links are made.
     public_url: Optional[str] = None
+    # One log record a request (kb-server --log-format json): http.access.
+    access_log: bool = False
 
 
 def create_app(db, *, signing_secret=None, **options):

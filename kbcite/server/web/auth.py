@@ -20,6 +20,7 @@ from http.cookies import CookieError, SimpleCookie
 
 from ...tokens import (KIND_LINK, KIND_WEB, LINK_TTL_S, WEB_SESSIONS_PER_TOKEN, pack,
                       secret_digest, unpack)
+from ..session import CALLER
 
 COOKIE = "kb_session"
 LOGIN_COOKIE = "kb_login"  # the sign-in form's CSRF token, before there is a session
@@ -100,6 +101,7 @@ class WebSessions:
             if time.time() * 1000000 - row["seen_us"] > TOUCH_EVERY_S * 1000000:
                 store.sessions.touch(session_id)
         caps = row["capabilities"]
+        req.scope[CALLER] = name  # the access log's name for the request, never the cookie
         return Person(name, caps["grants"], caps["writes"], self.csrf_for(secret), session_id,
                       caps.get("review", False))
 
