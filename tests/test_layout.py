@@ -39,7 +39,8 @@ FLOORS = {
 # The server's own floors, top first: bytes <-> messages (the transports), messages ->
 # decisions (dispatch, then the protocol and what it judges with), the ground both stand on.
 SERVER_FLOORS = {
-    4: ["kbcite.server.cli", "kbcite.server.options", "kbcite.server.__main__",
+    4: ["kbcite.server.cli", "kbcite.server.options", "kbcite.server.config",
+        "kbcite.server.__main__",
         "kbcite.server.asgi", "kbcite.server.h11_guard"],
     3: ["kbcite.server.stdio", "kbcite.server.http.*", "kbcite.server.web.*",
         "kbcite.server.oauth.*"],
@@ -47,7 +48,7 @@ SERVER_FLOORS = {
     1: ["kbcite.server.protocol", "kbcite.server.approval", "kbcite.server.resources",
         "kbcite.server.subscriptions", "kbcite.server.pool"],
     0: ["kbcite.server", "kbcite.server.inbound", "kbcite.server.links", "kbcite.server.session",
-        "kbcite.server.jsonrpc", "kbcite.server.throttle"],
+        "kbcite.server.jsonrpc", "kbcite.server.throttle", "kbcite.server.logs"],
 }
 TRANSPORTS = ("kbcite.server.stdio", "kbcite.server.http.")
 # The modules that judge what a tool call may do, or read through a tool (resources are read

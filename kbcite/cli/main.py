@@ -31,6 +31,7 @@ from .folders import cmd_export, cmd_import
 from .history import cmd_diff, cmd_history, cmd_revert
 from .merge import cmd_merge
 from .review import cmd_review
+from .serve import cmd_serve
 from .messages import (
     EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, Conflict,
     Interrupted, person_message,
@@ -50,6 +51,7 @@ COMMANDS = {
     "review": cmd_review,
     "upgrade": None,  # upgrade opens the store its own way (main)
     "completion": None,  # completion needs no store
+    "serve": None,  # the server opens the store itself
 }
 
 
@@ -61,6 +63,8 @@ def main(argv=None):
         if args.command == "completion":
             out.write(script(build_parser(), args.shell))
             status = EXIT_OK
+        elif args.command == "serve":
+            status = cmd_serve(build_parser(), args, out)
         elif args.command == "upgrade":
             old, new = KBStore.upgrade(args.db)
             if args.json:

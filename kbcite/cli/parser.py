@@ -8,6 +8,7 @@ from .. import __version__
 from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
 from ..tokens import WRITE_MODES
 from .messages import PROG
+from . import serve
 from .output import FORMATS
 
 def login_name():
@@ -336,6 +337,7 @@ def build_parser():
             r.add_argument("--reason", required=True, metavar="TEXT",
                            help="why, in a line: the agent reads it in the event log")
     command("upgrade", "bring a store made by an older version up to this one's schema")
+    serve.add_parser(sub, common)
     p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
                        description="Print a completion script: eval \"$(kb completion bash)\" "
                                    "in ~/.bashrc, kb completion zsh > ~/.zfunc/_kb, or kb "
@@ -349,9 +351,10 @@ def parse(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     args.json = getattr(args, "json", False)
+    args.db_flag = getattr(args, "db", None)  # kb serve: a flag outranks $KB_DB
     if getattr(args, "db", None) is None:
         args.db = os.environ.get("KB_DB") or None
-    if not args.db and args.command != "completion":
+    if not args.db and args.command not in ("completion", "serve"):
         parser.error("no store given: pass --db PATH or set KB_DB")
     if getattr(args, "fields", None) is not None and not args.fields.replace(",", "").strip():
         parser.error("argument --fields: name at least one field (F,F); leave --fields out "

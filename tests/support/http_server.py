@@ -14,14 +14,17 @@ TIMEOUT = 30
 
 
 class Server:
-    """``kb-server --http 127.0.0.1:0`` in a subprocess; the port it chose, read off stderr."""
+    """``kb-server --http 127.0.0.1:0`` in a subprocess (or ``argv``, a command that prints
+    the same serving line, in ``cwd``); the port it chose, read off stderr."""
 
-    def __init__(self, db, *extra, host="127.0.0.1", env=None):
+    def __init__(self, db, *extra, host="127.0.0.1", env=None, argv=None, cwd=ROOT):
         self.host = host
+        if argv is None:
+            argv = [sys.executable, "-m", "kbcite.server", "--db", str(db), "--http",
+                    "%s:0" % host]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kbcite.server", "--db", str(db), "--http",
-             "%s:0" % host] + list(extra), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, cwd=str(ROOT), env=child_env(env))
+            list(argv) + list(extra), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, cwd=str(cwd), env=child_env(env))
         self.log = []
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:
