@@ -113,6 +113,7 @@ BAD_FILES = [
     ('[db]\npath = "x"\n', "key 'db' must be a non-empty string, got a table"),
     ('port = \n', "kb.toml: not valid TOML: "),
     ('grant = ["support"]\n', "unknown key 'grant'"),
+    ('public-url = "kb.example.com"\n', "key 'public-url' must be the address people's"),
 ]
 
 

@@ -19,6 +19,7 @@ import difflib
 import json
 import os
 
+from .links import check_public_url
 from .options import HTTP_DEFAULTS, MINIMUM, ORIGIN_FORM, POSITIVE, add_http_options, is_origin
 
 try:
@@ -76,6 +77,9 @@ class Key:
                 else "an integer"
         if self.kind is float:
             return "a number greater than 0" if self.positive else "a number"
+        if self.dest == "public_url":
+            return "the address people's browsers reach the server at, http(s)://host[:port] " \
+                   "with an optional path (https://kb.example.com/team)"
         if self.kind is list:
             return "an array of strings" + (" (%s)" % ORIGIN_FORM if self.dest ==
                                             "allow_origin" else "")
@@ -96,6 +100,11 @@ class Key:
                 or self.positive and value <= 0
                 or self.dest == "allow_origin" and not all(is_origin(v) for v in value)):
             raise ValueError(self.allowed())
+        if self.dest == "public_url":
+            try:
+                value = check_public_url(value)
+            except ValueError:
+                raise ValueError(self.allowed()) from None
         return value
 
     def parse(self, text):
