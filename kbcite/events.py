@@ -38,11 +38,12 @@ def append(db, kb, items):
 
 def proposal_details(row, type_):
     """What an event about a proposal adds: the proposal's ID and, once decided, who decided
-    and (a rejection) why."""
+    and (a rejection, or an approval the person edited first) why."""
     extra = {"proposal_id": row["pk"]}
     if type_ != "proposal.created":
         extra["decided_by"] = row["decided_by"]
-    if type_ == "proposal.rejected":
+    if type_ == "proposal.rejected" or (type_ == "proposal.approved" and row["reason"]):
+        # An approval's reason says the person edited it first (proposals.EDITED).
         extra["reason"] = row["reason"]
     return extra
 

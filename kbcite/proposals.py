@@ -15,7 +15,7 @@ from datetime import timedelta
 from . import access, articles, events, history
 from .edits import fingerprint
 from .errors import IdempotencyKeyReused, InvalidArgument, NotFound, VersionConflict
-from .limits import ID_MAX
+from .limits import ID_MAX, SUMMARY_MAX
 from .linediff import merge
 from .tools import citation
 from .validation import check_content, check_people_string, check_title, int_text
@@ -35,6 +35,11 @@ EXPIRE_DAYS_MAX = 3650
 REASON_MAX = 500
 
 DAY_US = timedelta(days=1) // timedelta(microseconds=1)
+
+# A proposal the person changed before approving says so where the agent and the history's
+# readers look: the proposal's reason (in its proposal.approved event) and the version's
+# summary, so nobody takes the person's words for the agent's.
+EDITED = "edited by %s before approval"
 
 
 def where_to_review(kb_id, number):
@@ -229,14 +234,40 @@ def show(ctx, kb_id, number, expire_days=EXPIRE_DAYS_DEFAULT):
         return out
 
 
-def approve(ctx, kb_id, number, approver, *, rebase=False, expire_days=EXPIRE_DAYS_DEFAULT):
+def _edited_summary(summary, note):
+    """The agent's summary with the person's edit said after it, within ``SUMMARY_MAX``."""
+    if not summary:
+        return note
+    room = SUMMARY_MAX - len(note) - 3
+    if len(summary) > room:
+        summary = summary[:room - 1].rstrip() + "\u2026"
+    return "%s (%s)" % (summary, note)
+
+
+def _check_edited(edited):
+    """Refuse a person's edit of a proposal whose text, title or version is not valid (as
+    the edit tool would: the text not empty either)."""
+    if not isinstance(edited.get("content"), str) or not edited["content"]:
+        raise InvalidArgument("content must be the article's whole new text, not empty",
+                              argument="content")
+    check_content(edited["content"])
+    check_title(edited["title"])
+    return parse_version(edited["expected_version"], "expected_version")
+
+
+def approve(ctx, kb_id, number, approver, *, rebase=False, edited=None,
+            expire_days=EXPIRE_DAYS_DEFAULT):
     """Write a pending proposal as one new version (actor: the agent; approver: the person),
     only if the article is still at its base version or, with ``rebase``, its lines re-apply
-    cleanly onto the current one. Returns ``{proposal_id, version, event, rebased}``."""
+    cleanly onto the current one. ``edited`` (``content``, ``title``, ``expected_version``)
+    is the person's edit of it: written instead, only if the article is still at the
+    version their page showed, and said so in the version's summary and the proposal's
+    reason. Returns ``{proposal_id, version, event, rebased, edited}``."""
     check_people_string(approver, "approver", ID_MAX)
+    expected_us = None if edited is None else _check_edited(edited)
     expire(ctx, kb_id, expire_days)
     db = ctx.db
-    with db.write():
+    with articles.transaction(db):
         kb, row = _pending_locked(db, kb_id, number)
         article = db.article_by_id(kb["pk"], row["article_id"])
         if article is None or not article["published"]:
@@ -248,20 +279,31 @@ def approve(ctx, kb_id, number, approver, *, rebase=False, expire_days=EXPIRE_DA
                            proposal_id=number, gone=True)
         content, title = row["content"], row["title"] or article["title"]
         rebased = article["updated_at"] != row["base_version"]
-        if rebased:
+        summary, note = row["summary"], None
+        if edited is not None:
+            # One compare-and-swap against what the person's page showed, whichever version
+            # the agent read: they wrote the text knowing that one.
+            if article["version_us"] != expected_us:
+                raise articles.conflict_error(db, kb, article, edited["expected_version"])
+            content, title, note = edited["content"], edited["title"], EDITED % approver
+            summary = _edited_summary(summary, note)
+        elif rebased:
             content, title = _rebased(db, kb, row, article, rebase)
         updated_at, event = articles.write(
             ctx, kb, article, content=content, title=title, published=True, action="edit",
-            actor=row["actor"], summary=row["summary"], approver=approver)
+            actor=row["actor"], summary=summary, approver=approver)
         decided = events.append(db, kb, [("proposal.approved", row["article_id"],
                                           updated_at)])[0]
-        db.proposal_decide(row["pk"], APPROVED, format_version(ctx.now_us()), approver, None,
+        db.proposal_decide(row["pk"], APPROVED, format_version(ctx.now_us()), approver, note,
                            updated_at, decided["sequence"])
+    announced = dict(decided, proposal_id=number, decided_by=approver)
+    if note:
+        announced["reason"] = note
     return {"proposal_id": number, "knowledge_base_id": kb["kb_id"],
             "article_id": row["article_id"], "version": updated_at,
             "previous_version": article["updated_at"], "base_version": row["base_version"],
-            "rebased": rebased, "actor": row["actor"], "approver": approver,
-            "events": [event, dict(decided, proposal_id=number, decided_by=approver)]}
+            "rebased": rebased and edited is None, "edited": edited is not None,
+            "actor": row["actor"], "approver": approver, "events": [event, announced]}
 
 
 def _rebased(db, kb, row, article, rebase):

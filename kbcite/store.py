@@ -419,13 +419,13 @@ class KBStore:
         """One proposal with its text, its base's and the current article's."""
         return proposals.show(self._ctx, kb_id, proposal_id, expire_days)
 
-    def approve_proposal(self, kb_id, proposal_id, *, approver, rebase=False,
+    def approve_proposal(self, kb_id, proposal_id, *, approver, rebase=False, edited=None,
                          expire_days=proposals.EXPIRE_DAYS_DEFAULT):
         """Write a pending proposal as one new version (compare-and-swap against its base, or
-        re-applied with ``rebase``); the version's actor is the agent, its approver the
-        person."""
+        re-applied with ``rebase``, or the person's ``edited`` text against the version they
+        saw); the version's actor is the agent, its approver the person."""
         return proposals.approve(self._ctx, kb_id, proposal_id, approver, rebase=rebase,
-                                 expire_days=expire_days)
+                                 edited=edited, expire_days=expire_days)
 
     def reject_proposal(self, kb_id, proposal_id, *, approver, reason,
                         expire_days=proposals.EXPIRE_DAYS_DEFAULT):

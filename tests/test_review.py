@@ -133,6 +133,41 @@ def test_approve_writes_one_version_with_actor_and_approver(review, capsys):
     assert store.audit() == []
 
 
+def test_an_approval_the_person_edited_first_says_so_and_is_one_swap(review):
+    address, store, article = review
+    made = propose(store, article, PAGE + "agent line\n", "e1", summary="add a line")
+    seen = store.get_article(KB, article)["updated_at"]
+    edited = {"content": PAGE + "person's line\n", "title": "Page, edited",
+              "expected_version": seen}
+    done = store.approve_proposal(KB, made["proposal_id"], approver="carol", edited=edited)
+    assert done["edited"] is True and done["actor"] == "agent-1"
+    now = store.get_article(KB, article)
+    assert now["content"].endswith("person's line\n") and now["title"] == "Page, edited"
+    last = store.history(KB, article)[-1]
+    assert (last["actor"], last["approver"], last["action"]) == ("agent-1", "carol", "edit")
+    assert last["summary"] == "add a line (edited by carol before approval)"
+    shown = store.show_proposal(KB, made["proposal_id"])
+    assert shown["state"] == "approved" and shown["reason"] == "edited by carol before approval"
+    assert shown["content"] == PAGE + "agent line\n"  # the agent's own text is kept as it was
+    approved = poll(store)[-1]
+    assert approved["type"] == "proposal.approved" and approved["reason"] == shown["reason"]
+    # Against a version the page no longer shows: nothing is written, the proposal waits.
+    other = propose(store, article, now["content"] + "more\n", "e2")
+    store.save_article(KB, article, content=now["content"] + "meanwhile\n", actor="bob")
+    with pytest.raises(kbcite.VersionConflict):
+        store.approve_proposal(KB, other["proposal_id"], approver="carol", edited=dict(
+            edited, expected_version=now["updated_at"]))
+    assert store.show_proposal(KB, other["proposal_id"])["state"] == "pending"
+    assert store.get_article(KB, article)["content"].endswith("meanwhile\n")
+    for bad in ({"content": ""}, {"title": " "}, {"expected_version": "yesterday"}):
+        with pytest.raises(kbcite.InvalidArgument):
+            store.approve_proposal(KB, other["proposal_id"], approver="carol", edited=dict(
+                dict(edited, expected_version=store.get_article(KB, article)["updated_at"]),
+                **bad))
+    assert store.show_proposal(KB, other["proposal_id"])["state"] == "pending"
+    assert store.audit() == []
+
+
 def test_reject_gives_the_agent_the_reason(review, capsys):
     address, store, article = review
     proposed = propose(store, article, PAGE + "rm -rf /\n", "k1")

@@ -125,6 +125,55 @@ def test_reject_needs_a_reason_and_the_review_right_and_another_token(site):
     assert status == 409 and state(path, number)["state"] == "rejected"
 
 
+def test_edit_then_approve_writes_the_persons_text_in_the_agents_name(site):
+    _, _, path, article = site
+    number = propose(path, article, "Refunds take one day.\n\nAsk support for one.", "e1")
+    reader, agent, boss = (signed_in(site, name) for name in ("reader", "agent", "boss"))
+    for web in (reader, agent):  # no review right; the proposing token itself
+        status, _, page = web.get("/kb/support/review/%d/edit" % number)
+        assert status == 403 and "textarea" not in page
+    _, _, page = boss.get("/kb/support/review/%d" % number)
+    assert 'href="/kb/support/review/%d/edit"' % number in page
+    status, _, page = boss.get("/kb/support/review/%d/edit" % number)
+    assert status == 200 and "Refunds take one day." in page
+    fields = hidden_fields(page)
+    form = {"csrf": fields["csrf"], "expected_version": fields["expected_version"],
+            "title": "Refunds", "content": "Refunds take one working day.\n\nAsk support."}
+    status, _, page = boss.post("/kb/support/review/%d/edit" % number, dict(form, content=""))
+    assert status == 400 and state(path, number)["state"] == "pending"
+    status, headers, _ = boss.post("/kb/support/review/%d/edit" % number, form)
+    assert status == 303 and headers["location"] == "/kb/support/review/%d" % number
+    with kbcite.KBStore(str(path)) as store:
+        assert store.get_article("support", article)["content"] == form["content"]
+        last = store.history("support", article)[-1]
+    assert (last["actor"], last["approver"]) == ("agent", "boss")
+    assert last["summary"] == "edited by boss before approval"
+    _, _, page = boss.get("/kb/support/review/%d" % number)
+    changed = page.split("What boss changed before approving")[1]
+    assert "working" in changed and "Against the current version" not in page
+    status, _, _ = boss.post("/kb/support/review/%d/edit" % number, form)  # a second click
+    assert status == 409
+    with kbcite.KBStore(str(path)) as store:
+        assert store.history("support", article)[-1]["updated_at"] == last["updated_at"]
+
+
+def test_edit_then_approve_into_a_conflict_keeps_the_text_and_writes_nothing(site):
+    _, _, path, article = site
+    number = propose(path, article, "Refunds are quick.", "e2")
+    boss = signed_in(site, "boss")
+    _, _, page = boss.get("/kb/support/review/%d/edit" % number)
+    fields = hidden_fields(page)
+    with kbcite.KBStore(str(path)) as store:
+        store.save_article("support", article, content="Someone else's text.", actor="bob")
+    status, _, page = boss.post("/kb/support/review/%d/edit" % number, {
+        "csrf": fields["csrf"], "expected_version": fields["expected_version"],
+        "title": "Refunds", "content": "My careful text."})
+    assert status == 409 and "My careful text." in page and "Nothing was written" in page
+    assert state(path, number)["state"] == "pending"
+    with kbcite.KBStore(str(path)) as store:
+        assert store.get_article("support", article)["content"] == "Someone else's text."
+
+
 def test_a_missing_proposal_is_the_one_404(site):
     boss = signed_in(site, "boss")
     bodies = {boss.get(path)[2] for path in ("/kb/support/review/999", "/kb/support/review/x",

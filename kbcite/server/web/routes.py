@@ -37,6 +37,7 @@ ROUTES = [
     Route(r"/kb/%(kb)s/review", review.queue),
     Route(r"/kb/%(kb)s/review/%(proposal)s", review.proposal),
     Route(r"/kb/%(kb)s/review/%(proposal)s/decide", review.decide, ("POST",)),
+    Route(r"/kb/%(kb)s/review/%(proposal)s/edit", review.edit_then_approve, ("GET", "POST")),
     Route(r"/kb/%(kb)s/events/stream", None, stream=True),
     Route(r"/kb/%(kb)s/articles/%(id)s/history", articles.history),
     Route(r"/kb/%(kb)s/articles/%(id)s/diff", articles.diff),
