@@ -37,6 +37,48 @@ def clock():
     return FakeClock()
 
 
+# Under ``pytest -n`` (the README's command) a module-scoped fixture is set up once in every
+# worker process that runs a test taking it: the 200-seed run, the built wheel, the npm
+# installs, a browser. Such tests are kept on one worker (xdist's loadgroup, pyproject's
+# addopts); the rest go wherever a worker is free.
+SHARED_SCOPES = ("module", "package", "class")
+
+
+def _shares_a_fixture(item):
+    """Whether the test takes a fixture set up once for its whole module."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope in SHARED_SCOPES
+               for defs in info.name2fixturedefs.values())
+
+
+def pytest_collection_modifyitems(config, items):
+    """Keep a module's tests that share a module fixture on one worker, and start the long
+    ones first, so that no worker is left with a long test at the end (docs/development.md).
+
+    The order changes nothing a test sees: each module's sharing tests stay together and in
+    order, and the others take no fixture wider than the session's.
+    """
+    slow = {id(item): item.get_closest_marker("slow") is not None for item in items}
+    shared = {}  # module name: whether any of its sharing tests is slow
+    for item in items:
+        if _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            name = item.module.__name__
+            shared[name] = shared.get(name, False) or slow[id(item)]
+
+    def rank(item):
+        # A module's sharing tests take one rank, so they stay together (its fixture is set
+        # up once in a run without -n too).
+        name = item.module.__name__ if _shares_a_fixture(item) else None
+        if name is not None:
+            return 0 if shared[name] else 2
+        return 1 if slow[id(item)] else 3
+    items[:] = [item for _, item in sorted(((rank(item), i), item)
+                                           for i, item in enumerate(items))]
+
+
 ENGINES = ["sqlite", "postgresql"]
 
 

@@ -8,6 +8,7 @@ back the authorization code where the provider redirects to the client.
 """
 
 import base64
+import fcntl
 import hashlib
 import html.parser
 import http.cookiejar
@@ -16,6 +17,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -29,11 +31,15 @@ def node_ready():
     """Why the provider cannot run here, or None: node and npm, and the package installed."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         return "node and npm are not installed"
-    if not (FOLDER / "node_modules" / "oidc-provider").is_dir():
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"],
-                              cwd=str(FOLDER), capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            return "npm ci of oidc-provider failed: %s" % done.stderr.strip()[-300:]
+    # Test processes running side by side (pytest -n) install it once: one npm ci at a time
+    # in the folder, each looking again once it holds the lock.
+    with open(os.path.join(tempfile.gettempdir(), "kbcite-tests-oidc-npm.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (FOLDER / "node_modules" / "oidc-provider").is_dir():
+            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"],
+                                  cwd=str(FOLDER), capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                return "npm ci of oidc-provider failed: %s" % done.stderr.strip()[-300:]
     return None
 
 
