@@ -9,12 +9,16 @@ articles, one or a bulk load.
 """
 
 import contextlib
+import hashlib
+import json
 
 from . import access, changes, events, history
-from .errors import InvalidArgument, VersionConflict, VersionNotFound, VersionPruned
+from .errors import (
+    IdempotencyKeyReused, InvalidArgument, VersionConflict, VersionNotFound, VersionPruned,
+)
 from .limits import (
-    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED,
-    MAX_ARTICLES_PER_KB, TITLE_MAX,
+    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, IDEMPOTENCY_TTL_US,
+    KEY_MAX, MAX_ARTICLES_PER_KB, TITLE_MAX,
 )
 from .search import index
 from .search.ranking import SearchDoc
@@ -238,23 +242,58 @@ def set_published(ctx, kb_id, article_id, published, actor=None):
     return updated_at
 
 
-def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, summary=None):
+def _revert_print(kb_id, article_id, to_us, expected_us, actor, summary):
+    """SHA-256 of a revert as the store understands it (an edit's key space, its own kind)."""
+    request = ["revert", kb_id, article_id, to_us, expected_us, actor, summary]
+    canonical = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, summary=None,
+           idempotency_key=None):
     """A new version of an article holding version ``to_version``'s title and content, made
-    only if the article is still at ``expected_version`` (a compare-and-swap, one event);
-    returns ``(updated_at, event)``. Its visibility stays as it is."""
+    only if the article is still at ``expected_version`` (a compare-and-swap, one event), its
+    history row's action ``revert``; returns ``(updated_at, event, replayed)``. Its
+    visibility stays as it is. ``idempotency_key``, as an edit's: the same revert sent again
+    answers the first one's result and writes nothing (a double click); another request under
+    it is refused."""
     history.check_actor(actor, summary)
+    if idempotency_key is not None:
+        check_people_string(idempotency_key, "idempotency_key", KEY_MAX)
     db = ctx.db
     with transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         row = access.article(db, kb, article_id, published_only=False)
         expected_us = parse_version(expected_version, "expected_version")
+        print_ = _revert_print(kb["kb_id"], row["article_id"],
+                               parse_version(to_version, "to_version"), expected_us, actor,
+                               summary)
+        if idempotency_key is not None:
+            stored = db.idempotency_get(kb["pk"], idempotency_key,
+                                        ctx.now_us() - IDEMPOTENCY_TTL_US)
+            if stored is not None:
+                if stored["fingerprint"] != print_:
+                    raise IdempotencyKeyReused(
+                        "idempotency_key %r was already used in knowledge base %r for another "
+                        "change; use a new key for a new change" % (idempotency_key,
+                                                                   kb["kb_id"]),
+                        argument="idempotency_key", idempotency_key=idempotency_key)
+                first = json.loads(stored["result"])
+                return first["updated_at"], first["event"], True
         if expected_us != row["version_us"]:
             raise conflict_error(db, kb, row, expected_version)
         old, content = history.find(db, kb, row, to_version, argument="to_version",
                                     agents=False)
-        return write(ctx, kb, row, content=content, title=old["title"],
-                     published=bool(row["published"]), action="revert", actor=actor,
-                     summary=summary, text_pk=old["text_pk"])
+        updated_at, event = write(ctx, kb, row, content=content, title=old["title"],
+                                  published=bool(row["published"]), action="revert",
+                                  actor=actor, summary=summary, text_pk=old["text_pk"])
+        if idempotency_key is not None:
+            now_us = ctx.now_us()
+            db.idempotency_put(kb["pk"], idempotency_key, print_,
+                               json.dumps({"updated_at": updated_at, "event": event},
+                                          ensure_ascii=False), now_us,
+                               now_us - IDEMPOTENCY_TTL_US)
+        return updated_at, event, False
 
 
 def delete(ctx, kb_id, article_id, actor=None):

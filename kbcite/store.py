@@ -327,12 +327,14 @@ class KBStore:
         return articles.set_published(self._ctx, kb_id, article_id, False, actor)
 
     def revert(self, kb_id, article_id, to_version, *, expected_version, actor=None,
-               summary=None):
-        """A new version with ``to_version``'s title and content, only if the article is still
-        at ``expected_version``; returns ``{updated_at, event}``."""
-        updated_at, event = articles.revert(self._ctx, kb_id, article_id, to_version,
-                                            expected_version, actor=actor, summary=summary)
-        return {"updated_at": updated_at, "event": event}
+               summary=None, idempotency_key=None):
+        """A new version with ``to_version``'s title and content (action ``revert``), only if
+        the article is still at ``expected_version``; returns ``{updated_at, event,
+        replayed}`` (``idempotency_key``: sent again, the first answer, nothing written)."""
+        updated_at, event, replayed = articles.revert(
+            self._ctx, kb_id, article_id, to_version, expected_version, actor=actor,
+            summary=summary, idempotency_key=idempotency_key)
+        return {"updated_at": updated_at, "event": event, "replayed": replayed}
 
     def merge_sides(self, kb_id, article_id, base=None):
         """An article now and at the base a file was made from (``kbcite.merging.sides``)."""

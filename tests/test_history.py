@@ -376,6 +376,28 @@ def test_revert_is_a_compare_and_swap_with_one_event(kb, clock):
     assert kb.audit() == []
 
 
+def test_a_revert_with_an_idempotency_key_is_written_once(kb, clock):
+    aid = kb.create_article(KB, "Policy", "Good text.")
+    good = read(kb, aid)["updated_at"]
+    clock.advance(minutes=1)
+    bad = edit(kb, aid, "Wrong text.", good, "bad")["updated_at"]
+    first = kb.revert(KB, aid, good, expected_version=bad, actor="alice",
+                      summary="revert to %s" % good, idempotency_key="web-1")
+    clock.advance(minutes=1)
+    again = kb.revert(KB, aid, good, expected_version=bad, actor="alice",
+                      summary="revert to %s" % good, idempotency_key="web-1")
+    assert (first["replayed"], again["replayed"]) == (False, True)
+    assert again["updated_at"] == first["updated_at"] and again["event"] == first["event"]
+    rows = kb.history(KB, aid)
+    assert len(rows) == 3 and (rows[-1]["action"], rows[-1]["actor"], rows[-1]["summary"]) == (
+        "revert", "alice", "revert to %s" % good)
+    with pytest.raises(kbcite.IdempotencyKeyReused):  # the key of another request
+        kb.revert(KB, aid, bad, expected_version=first["updated_at"], idempotency_key="web-1")
+    with pytest.raises(kbcite.IdempotencyKeyReused):  # an edit's key is not a revert's
+        kb.revert(KB, aid, good, expected_version=first["updated_at"], idempotency_key="bad")
+    assert len(kb.history(KB, aid)) == 3 and kb.audit() == []
+
+
 # -- retention --------------------------------------------------------------------------------
 
 

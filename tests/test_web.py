@@ -197,6 +197,10 @@ def test_revert_makes_a_new_version_with_the_old_text_once(site):
         assert store.get_article("support", target)["content"] == "Ships in two days."
         rows = store.history("support", target)
     assert len(rows) == 3 and rows[-1]["actor"] == "alice"
+    # Recorded as what it is: a revert (kb revert's action), naming the version it restored.
+    assert (rows[-1]["action"], rows[-1]["summary"]) == ("revert", "revert to %s" % old)
+    _, _, page = web.get("/kb/support/articles/%s/history" % target)
+    assert '<td data-label="Action">revert</td>' in page
     status, _, page = web.post(url, dict(form, idempotency_key="web-other"))
     assert status == 409 and "Nothing was written" in page
     assert len(versions(path, "support", target)) == 3

@@ -2,9 +2,10 @@
 version the page showed, with the form's idempotency key, so a double click writes once and a
 change made meanwhile is shown, never overwritten.
 
-Both go through the edit tool, as the token's own edit would: its grants, its name as the
-actor in the history, its replay of a key already used. Only a token whose edits are written
-without asking (``--writes allow``) may use them.
+Edit goes through the edit tool, as the token's own edit would: its grants, its name as the
+actor in the history, its replay of a key already used. Revert is the store's revert (``kb
+revert``'s), recorded as a ``revert`` in the history under the same grants and key rules.
+Only a token whose edits are written without asking (``--writes allow``) may use them.
 """
 
 import secrets
@@ -100,13 +101,13 @@ def revert(page):
         old = read(store, page, article_id, to_version)
     if not page.person.may_write:
         return page.web.error(403, READ_ONLY)
-    args = {"knowledge_base_id": kb_id, "article_id": article_id, "content": old["content"],
-            "title": old["title"], "expected_version": expected,
-            "idempotency_key": page.field("idempotency_key", "") or new_key(),
-            "summary": "revert to %s" % to_version}
     try:
         with page.writing(kb_id) as store:
-            _edit(page, store, args)
+            # A revert is its own action in the history (kb revert's), the summary naming
+            # the version it went back to, which no other column records.
+            store.revert(kb_id, article_id, old["updated_at"], expected_version=expected,
+                         actor=page.person.name, summary="revert to %s" % old["updated_at"],
+                         idempotency_key=page.field("idempotency_key", "") or new_key())
     except VersionConflict:
         current, since = _since(page, article_id, expected)
         return page.render("conflict.html", status=409, kb=kb_id, article=current,
