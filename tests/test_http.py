@@ -603,7 +603,7 @@ def test_a_modern_edit_whose_client_went_away_is_cancelled(served, server, hold_
             ("Content-Length", str(len(body)))]) + body)
         time.sleep(1)
         sock.close()
-        s.wait_for_log("the client closed its connection, which cancels it", timeout=5)
+        s.wait_for_log("the client closed its connection, which cancels it")
         release()
     time.sleep(1)
     with kbcite.KBStore(str(served.path)) as store:
