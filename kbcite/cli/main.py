@@ -26,6 +26,7 @@ from .articles import (
     cmd_add, cmd_delete, cmd_edit, cmd_events, cmd_list, cmd_publish, cmd_read, cmd_save,
     cmd_search, cmd_unpublish,
 )
+from .completing import InstallRefused, complete, install
 from .completion import script
 from .folders import cmd_export, cmd_import
 from .history import cmd_diff, cmd_history, cmd_revert
@@ -55,14 +56,35 @@ COMMANDS = {
 }
 
 
+def cmd_completion(args, out):
+    """Print the shell's completion script, or --install it where the shell looks."""
+    text = script(build_parser(), args.shell)
+    if not args.install:
+        out.write(text)
+        return EXIT_OK
+    try:
+        path, done, hint = install(args.shell, text, args.yes, os.environ)
+    except InstallRefused as exc:
+        print("%s: error: %s" % (PROG, exc), file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print("%s: error: cannot write the %s completion script: %s"
+              % (PROG, args.shell, exc), file=sys.stderr)
+        return EXIT_ERROR
+    print("%s %s completion at %s; %s" % (done, args.shell, path, hint), file=out)
+    return EXIT_OK
+
+
 def main(argv=None):
     """The admin command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["__complete"]:  # the completion scripts' question at a TAB (hidden)
+        return complete(build_parser(), argv[1:], os.environ, sys.stdout)
     args = parse(argv)
     out = sys.stdout
     try:
         if args.command == "completion":
-            out.write(script(build_parser(), args.shell))
-            status = EXIT_OK
+            status = cmd_completion(args, out)
         elif args.command == "serve":
             status = cmd_serve(build_parser(), args, out)
         elif args.command == "upgrade":

@@ -341,8 +341,17 @@ def build_parser():
     p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
                        description="Print a completion script: eval \"$(kb completion bash)\" "
                                    "in ~/.bashrc, kb completion zsh > ~/.zfunc/_kb, or kb "
-                                   "completion fish > ~/.config/fish/completions/kb.fish.")
+                                   "completion fish > ~/.config/fish/completions/kb.fish; or "
+                                   "let --install put it there. Besides commands and options, "
+                                   "it completes knowledge-base and article IDs from the store "
+                                   "(--db on the line, else $KB_DB).")
     p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+    p.add_argument("--install", action="store_true",
+                   help="write the script where the shell looks for a user's completions "
+                        "(bash: ~/.local/share/bash-completion/completions/kb; zsh: "
+                        "~/.zfunc/_kb; fish: ~/.config/fish/completions/kb.fish) and say where")
+    p.add_argument("--yes", action="store_true",
+                   help="--install: replace a file there that holds another script")
     return parser
 
 

@@ -109,6 +109,14 @@ class ArticleSQL:
             "substr(article_id, 1, ?) = ? ORDER BY article_id LIMIT ?",
             (kb_pk, len(prefix), prefix, limit))]
 
+    def ids_with_prefix(self, kb_pk, prefix, limit):
+        """Up to ``limit`` ``(article_id, title)`` of a knowledge base's articles, drafts
+        too, whose IDs start with ``prefix``, by ID: what the command line completes."""
+        return [(r["article_id"], r["title"]) for r in self.rows(
+            "SELECT article_id, title FROM articles WHERE kb_pk = ? AND "
+            "substr(article_id, 1, ?) = ? ORDER BY article_id LIMIT ?",
+            (kb_pk, len(prefix), prefix, limit))]
+
     def title_prefix_ids(self, kb_pk, prefix, limit):
         """Up to ``limit`` IDs of published articles with a title word (a search token) that
         starts with ``prefix``, shortest titles first: a range of the title-terms key, each
