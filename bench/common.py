@@ -13,6 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# The benchmarks measure the lexical search (as every earlier figure did) unless one asks for
+# the semantic half itself (search.py's and search_quality.py's "ours hybrid"); the servers
+# and commands they start inherit this.
+os.environ.setdefault("KBCITE_SEMANTIC", "off")
+
 from kbcite.sim.report import markdown_table  # noqa: E402  (after the path above)
 from kbcite.testing import PostgresCluster, postgres_binaries  # noqa: E402
 

@@ -120,6 +120,8 @@ def parser():
                    help="latency and search: timed searches per size (default 300)")
     p.add_argument("--search-sizes", type=_list(int, "--search-sizes"),
                    help="search: article counts (default 10000,100000)")
+    p.add_argument("--search-hybrid", action="store_true", default=None,
+                   help="search: also ours hybrid (the [semantic] extra's model on, SQLite)")
     p.add_argument("--scales", type=_list(float, "--scales"),
                    help="scaling: multiples of the article's day (default 1,10,30)")
     p.add_argument("--processes", type=_list(int, "--processes"),
@@ -134,8 +136,8 @@ def parser():
 def settings(args):
     """The sizes to run: full or quick, with any option given on the command line on top."""
     chosen = dict(QUICK if args.quick else FULL)
-    for name in ("repeats", "sim_args", "sizes", "searches", "search_sizes", "scales",
-                 "processes", "seconds", "runs", "engines"):
+    for name in ("repeats", "sim_args", "sizes", "searches", "search_sizes", "search_hybrid",
+                 "scales", "processes", "seconds", "runs", "engines"):
         if getattr(args, name) is not None:
             chosen[name] = getattr(args, name)
     return chosen
@@ -154,7 +156,7 @@ def run(names, s, directory=None, postgres_url=None):
                                  directory, engines, postgres_url, checks=s["checks"])
         elif name == "search":
             result = search.run(s["search_sizes"], s["searches"], directory, engines,
-                                postgres_url)
+                                postgres_url, s.get("search_hybrid") or False)
         elif name == "scaling":
             result = scaling.run(s["scales"], factor_scale=s["factor_scale"])
         elif name == "http":

@@ -10,7 +10,9 @@ to every engine in turn, interleaved query by query so that a noisy moment hits 
   remove_diacritics 2``), every query word ORed, ranked by ``bm25(fts, 5, 1)``: what a
   knowledge base on SQLite gets without a ranking of its own;
 - ``tantivy``: the ``tantivy`` package (Rust, BM25 per field, title boosted 5), where it is
-  installed; skipped with the reason otherwise.
+  installed; skipped with the reason otherwise;
+- ``ours hybrid``, when asked (``hybrid=True``; ``bench/run.py --search-hybrid``): ours with
+  the semantic half on, its build the bulk load with every article embedded on write.
 
 Reported per engine: p50 and p99 latency, how often the asked article is the first hit, the
 mean number of hits, and how much of each top 10 is also in ours (on SQLite).
@@ -28,6 +30,7 @@ import common
 import corpus
 from kbcite import KBStore
 from kbcite.limits import CONTENT_MAX_BYTES
+from kbcite.search import embedding
 from kbcite.search.text import STOPWORDS
 
 KB = "bench"
@@ -43,15 +46,15 @@ def _words(query):
 
 
 class Ours:
-    """The store's own search tool."""
+    """The store's own search tool: lexical, or hybrid (the semantic half on)."""
 
-    def __init__(self, address, articles, engine):
-        self.name = "ours (%s)" % engine
-        with KBStore(address, create=True) as store:
+    def __init__(self, address, articles, engine, semantic=False):
+        self.name = "ours%s (%s)" % (" hybrid" if semantic else "", engine)
+        with KBStore(address, create=True, semantic=semantic) as store:
             store.create_knowledge_base(KB)
             store.create_articles(KB, articles)
             store.optimize(KB)
-        self.store = KBStore(address)
+        self.store = KBStore(address, semantic=semantic)
 
     def search(self, query):
         """Article IDs of the top hits."""
@@ -145,18 +148,27 @@ def tantivy_available():
     return None
 
 
-def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url=None):
-    """Build every engine at ``size`` articles and time the same queries on each."""
+def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url=None,
+            hybrid=False):
+    """Build every engine at ``size`` articles and time the same queries on each (and ours
+    hybrid, on the first engine, with ``hybrid``)."""
     rng = random.Random(SEED)
     articles = corpus.articles(rng, size)
     tmp = tempfile.mkdtemp(prefix="kb-bench-search-", dir=directory)
     engines_built, skipped, build, addresses = [], {}, {}, []
     try:
-        for engine in engines:
-            address = common.store_address(engine, tmp, "search%d" % size, postgres_url)
+        variants = [(engine, False) for engine in engines]
+        if hybrid:
+            if embedding.model()[0] is None:
+                skipped["ours hybrid"] = embedding.model()[1]
+            else:
+                variants.append((engines[0], True))
+        for engine, semantic in variants:
+            address = common.store_address(engine, tmp, "search%d%s" % (
+                size, "h" if semantic else ""), postgres_url)
             addresses.append((engine, address))
             started = time.perf_counter()
-            engines_built.append(Ours(address, articles, engine))
+            engines_built.append(Ours(address, articles, engine, semantic))
             build[engines_built[-1].name] = time.perf_counter() - started
         for make in (PlainFTS5, Tantivy):
             if make is Tantivy and tantivy_available():
@@ -238,7 +250,7 @@ def planted(directory=None, searches=30):
 
 
 def run(sizes=(10000, 100000), queries=300, directory=None, engines=("sqlite",),
-        postgres_url=None):
+        postgres_url=None, hybrid=False):
     """The comparison at each size."""
     if not sizes or min(sizes) < 2:
         raise ValueError("search sizes must be at least 2 articles, got %r" % (sizes,))
@@ -247,7 +259,7 @@ def run(sizes=(10000, 100000), queries=300, directory=None, engines=("sqlite",),
     load_start = common.load()
     rows, skipped = [], {}
     for size in sizes:
-        result = measure(size, queries, directory, engines, postgres_url)
+        result = measure(size, queries, directory, engines, postgres_url, hybrid)
         rows += result["rows"]
         skipped.update(result["skipped"])
     return {"rows": rows, "skipped": skipped, "queries": queries, "planted": planted(directory),

@@ -9,7 +9,9 @@ queries, judgements; bench/data/README.md gives their source) is loaded into one
 base of each engine measured, a document's title as the article's title and its abstract as
 the body. Every judged query goes, in turn, to
 
-- ``ours (<engine>)``: ``search_knowledge_base``, limit 10;
+- ``ours lexical (<engine>)``: ``search_knowledge_base``, limit 10, the semantic half off;
+- ``ours hybrid (<engine>)``: the same with the ``[semantic]`` extra's model on (lexical
+  and nearest vectors, reciprocal rank fusion), where it is installed;
 - ``tantivy``: tantivy's BM25 over a title and a body field (its query parser ORs the words),
   title boosted as ``bench/search.py`` boosts it, and ``tantivy (title x1)`` with both fields
   equal: plain BM25 on the same text;
@@ -18,7 +20,10 @@ the body. Every judged query goes, in turn, to
 A query longer than the tool's limit (200 characters) is cut at the last word that fits,
 for every engine alike. Reported per engine: nDCG@10 (binary judgements), recall@10, and the
 p50 and p99 of a search. The known-item cases (``bench/data/known_items.json``: pages titled
-with a command's name, described in their bodies) report the rank of the expected page.
+with a command's name, described in their bodies) report the rank of the expected page, and
+so do the paraphrases (``bench/data/paraphrases.json``: the same pages asked for in other
+words). Building ours hybrid also gives the cost of embedding on write: the bulk load's
+time against ours lexical's, per article.
 """
 
 import argparse
@@ -37,6 +42,7 @@ from pathlib import Path
 import common
 import search as peers
 from kbcite import KBStore
+from kbcite.search import embedding
 from kbcite.limits import QUERY_MAX, TITLE_MAX
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -114,9 +120,11 @@ def recall(ranked, relevant, k=LIMIT):
 class Ours:
     """The store's search tool on one engine; a hit is reported by its position in ``items``."""
 
-    def __init__(self, address, items, engine):
-        self.name = "ours (%s)" % engine
-        with KBStore(address, create=True) as store:
+    def __init__(self, address, items, engine, semantic=False):
+        self.name = "ours %s (%s)" % ("hybrid" if semantic else "lexical", engine)
+        self.semantic = semantic
+        started = time.perf_counter()
+        with KBStore(address, create=True, semantic=semantic) as store:
             store.create_knowledge_base(KB)
             ids = []
             plain = [(t, b) for t, b, s in items if s is None]
@@ -125,8 +133,10 @@ class Ours:
             else:
                 ids = [store.create_article(KB, t, b, source=s) for t, b, s in items]
             store.optimize(KB)
+        self.load_seconds = time.perf_counter() - started
+        self.articles = len(items)
         self.position = {article_id: n for n, article_id in enumerate(ids)}
-        self.store = KBStore(address)
+        self.store = KBStore(address, semantic=semantic)
 
     def search(self, query):
         """Positions of the top hits."""
@@ -158,10 +168,15 @@ class Peer:
 def build(items, tmp, label, engines, postgres_url):
     """Every engine measured, loaded with ``(title, body, source)`` items."""
     built, skipped, addresses = [], {}, []
+    model, why_not = embedding.model()
+    if model is None:
+        skipped["ours hybrid"] = why_not
     for engine in engines:
-        address = common.store_address(engine, tmp, "%s-%s" % (label, engine), postgres_url)
-        addresses.append((engine, address))
-        built.append(Ours(address, items, engine))
+        for semantic in (False, True) if model is not None else (False,):
+            address = common.store_address(engine, tmp, "%s-%s%s" % (
+                label, engine, "-hybrid" if semantic else ""), postgres_url)
+            addresses.append((engine, address))
+            built.append(Ours(address, items, engine, semantic))
     built.append(Peer(peers.PlainFTS5, os.path.join(tmp, label + "-fts5.db"), items))
     why = peers.tantivy_available()
     if why:
@@ -202,14 +217,31 @@ def measure(name, directory=None, engines=("sqlite",), postgres_url=None):
                  "p50_ms": round(common.median(scores[e.name]["seconds"]) * 1000, 3),
                  "p99_ms": round(common.percentile(scores[e.name]["seconds"], 99) * 1000, 3)}
                 for e in built]
-        return {"rows": rows, "skipped": skipped}
+        return {"rows": rows, "skipped": skipped, "embedding": embedding_cost(built)}
     finally:
         _cleanup(built, addresses, postgres_url, tmp)
 
 
-def known_items(directory=None, engines=("sqlite",), postgres_url=None):
-    """The rank (1-based, None past 10) of each known-item case's best expected page."""
+def embedding_cost(built):
+    """Per engine, what embedding adds to a bulk load an article: ours hybrid's load time
+    less ours lexical's, over the articles (ms)."""
+    loads = {e.name: e for e in built if isinstance(e, Ours)}
+    found = {}
+    for name, hybrid in loads.items():
+        lexical = loads.get(name.replace("hybrid", "lexical"))
+        if hybrid.semantic and lexical is not None:
+            found[name] = round((hybrid.load_seconds - lexical.load_seconds) * 1000
+                                / hybrid.articles, 3)
+    return found
+
+
+def known_items(directory=None, engines=("sqlite",), postgres_url=None,
+                cases="known_items.json"):
+    """The rank (1-based, None past 10) of each known-item case's best expected page (the
+    cases of ``cases``, over known_items.json's pages)."""
     fixture = json.loads((DATA / "known_items.json").read_text(encoding="utf-8"))
+    if cases != "known_items.json":
+        fixture["cases"] = json.loads((DATA / cases).read_text(encoding="utf-8"))["cases"]
     items = [(p["title"], p["body"], p["source"]) for p in fixture["pages"]]
     sources = [p["source"] for p in fixture["pages"]]
     tmp = tempfile.mkdtemp(prefix="kb-bench-known-", dir=directory)
@@ -239,16 +271,18 @@ def _cleanup(built, addresses, postgres_url, tmp):
 
 def run(collections=COLLECTIONS, directory=None, engines=("sqlite",), postgres_url=None):
     """Every collection's table and the known items."""
-    rows, skipped = [], {}
+    rows, skipped, embedded = [], {}, {}
     load_start = common.load()
     for name in collections:
         result = measure(name, directory, engines, postgres_url)
         rows += result["rows"]
         skipped.update(result["skipped"])
+        embedded[name] = result["embedding"]
     known = known_items(directory, engines, postgres_url)
     skipped.update(known["skipped"])
-    return {"rows": rows, "known": known, "skipped": skipped,
-            "load": [load_start, common.load()]}
+    paraphrases = known_items(directory, engines, postgres_url, "paraphrases.json")
+    return {"rows": rows, "known": known, "paraphrases": paraphrases, "skipped": skipped,
+            "embedding_ms_per_article": embedded, "load": [load_start, common.load()]}
 
 
 def render(result):
@@ -261,15 +295,22 @@ def render(result):
             common.table(["engine", "nDCG@10", "recall@10", "p50 ms", "p99 ms"],
                          [[r["engine"], "%.4f" % r["ndcg10"], "%.4f" % r["recall10"],
                            r["p50_ms"], r["p99_ms"]] for r in rows])))
-    known = result["known"]
-    cells = [[case["query"], ", ".join(case["expect"])]
-             + [case["ranks"][e] or "-" for e in known["engines"]] for case in known["rows"]]
-    passed = ["%s %d of %d" % (e, sum(1 for c in known["rows"] if c["ranks"][e] and
-                                      c["ranks"][e] <= KNOWN_ITEM_RANK), len(known["rows"]))
-              for e in known["engines"]]
-    parts.append("### Known items (rank of the expected page; pass: top %d)\n\n%s\n\n%s."
-                 % (KNOWN_ITEM_RANK, common.table(["query", "expected"] + known["engines"],
-                                                  cells), "; ".join(passed)))
+    for key, heading in (("known", "Known items"), ("paraphrases", "Paraphrases")):
+        known = result[key]
+        cells = [[case["query"], ", ".join(e.rsplit("/", 1)[-1] for e in case["expect"])]
+                 + [case["ranks"][e] or "-" for e in known["engines"]] for case in known["rows"]]
+        passed = ["%s %d of %d (top 10: %d)" % (
+            e, sum(1 for c in known["rows"] if c["ranks"][e] and
+                   c["ranks"][e] <= KNOWN_ITEM_RANK), len(known["rows"]),
+            sum(1 for c in known["rows"] if c["ranks"][e])) for e in known["engines"]]
+        parts.append("### %s (rank of the expected page; pass: top %d)\n\n%s\n\n%s."
+                     % (heading, KNOWN_ITEM_RANK,
+                        common.table(["query", "expected"] + known["engines"], cells),
+                        "; ".join(passed)))
+    for name, costs in sorted(result.get("embedding_ms_per_article", {}).items()):
+        for engine, cost in sorted(costs.items()):
+            parts.append("Embedding on write, %s, %s: %.3f ms an article (the bulk load's time "
+                         "against ours lexical's)." % (name.upper(), engine, cost))
     for name, why in sorted(result["skipped"].items()):
         parts.append("%s skipped: %s." % (name, why))
     parts.append("Load average (1 min) at start and end: %s, %s." % tuple(result["load"]))

@@ -106,7 +106,8 @@ def write(ctx, kb, row, *, content, title, published, action, actor=None, summar
     if db.article_swap(row, title, text_pk, published, version_us, updated_at) != 1:
         current = access.article(db, kb, row["article_id"], published_only=False)
         raise conflict_error(db, kb, current, row["updated_at"])
-    index.reindex(db, kb, row["pk"], bool(row["published"]), title, content, published)
+    index.reindex(db, kb, row["pk"], bool(row["published"]), title, content, published,
+                  ctx.semantic)
     event = None
     if published and row["published"]:
         event = events.append(db, kb, [(EVENT_UPDATED, row["article_id"], updated_at)])[0]
@@ -141,7 +142,8 @@ def insert(ctx, kb, items, published, *, action="create", actor=None):
     appended = [None] * len(rows)
     if published:
         index.index_new(db, kb, [(pk, SearchDoc.of(item[0], item[1]))
-                                 for pk, item in zip(pks, items)])
+                                 for pk, item in zip(pks, items)], ctx.semantic,
+                        [(pk, item[0], item[1]) for pk, item in zip(pks, items)])
         appended = events.append(db, kb, [(EVENT_PUBLISHED, row[0], row[5]) for row in rows])
     db.versions_insert(kb["pk"], [{
         "article_pk": pk, "version_us": row[4], "updated_at": row[5], "action": action,
@@ -307,7 +309,8 @@ def delete(ctx, kb_id, article_id, actor=None):
         row = access.article(db, kb, article_id, published_only=False)
         event = None
         if row["published"]:
-            index.reindex(db, kb, row["pk"], True, row["title"], row["content"], False)
+            index.reindex(db, kb, row["pk"], True, row["title"], row["content"], False,
+                          ctx.semantic)
             updated_at = format_version(next_version(row["version_us"], ctx.now_us()))
             event = events.append(db, kb, [(EVENT_DELETED, row["article_id"], updated_at)])[0]
         db.article_delete(kb["pk"], row["pk"])

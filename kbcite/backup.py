@@ -124,7 +124,7 @@ def restore(ctx, data, as_id=None):
         db.kb_next(kb_pk, "articles_created", data["articles_created"])
         if data.get("import_root"):
             db.kb_set_import_root(kb_pk, data["import_root"])
-        index.index_all(db, db.kb_by_pk(kb_pk))
+        index.index_all(db, db.kb_by_pk(kb_pk), ctx.semantic)
     return {"knowledge_base_id": kb_id, "articles": len(articles),
             "versions": sum(len(a["versions"]) for a in articles),
             "events": len(data["events"]), "head_sequence": data["head_sequence"]}

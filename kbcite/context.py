@@ -9,11 +9,13 @@ from .versions import datetime_to_us
 
 
 class Context:
-    """A store's engine ``db``, its ``clock`` (aware datetimes), and search's caches."""
+    """A store's engine ``db``, its ``clock`` (aware datetimes), its ``semantic`` half
+    (``kbcite.search.semantic.Semantic``, or None: lexical), and search's caches."""
 
-    def __init__(self, db, clock):
+    def __init__(self, db, clock, semantic=None):
         self.db = db
         self.clock = clock
+        self.semantic = semantic
         self.snippets = SnippetCache()
         # The work the last search did, for tests and benchmarks.
         self.last_search = {}

@@ -7,7 +7,11 @@ snippet windows) lives beside the code it tunes, in ``kbcite.search``.
 from datetime import timedelta
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
+
+# The first schema with the semantic half's vectors: an upgrade from before it embeds the
+# store's articles where the model loads (else ``kb reindex`` does, later).
+VECTORS_SCHEMA = 8
 
 # Written into every store this package creates ("KBC1": the SQLite header's application_id,
 # a PostgreSQL store's meta row), so that another application's database is told apart even

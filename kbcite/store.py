@@ -33,8 +33,9 @@ from . import (
 from .context import Context
 from .engines import open_engine
 from .errors import InternalError, InvalidArgument, ToolError
-from .limits import BUSY_TIMEOUT_S, SCHEMA_VERSION
+from .limits import BUSY_TIMEOUT_S, SCHEMA_VERSION, VECTORS_SCHEMA
 from .search import hits, index
+from .search.semantic import Semantic
 from .tools import TOOLS
 from .validation import (
     check_new_article, check_source, clip, granted_set, shown, validate_arguments,
@@ -81,7 +82,8 @@ def tool_errors(db, name):
 class KBStore:
     """Knowledge bases, their articles, their event logs and the four agent tools."""
 
-    def __init__(self, address=":memory:", *, clock=None, create=False, timeout=BUSY_TIMEOUT_S):
+    def __init__(self, address=":memory:", *, clock=None, create=False, timeout=BUSY_TIMEOUT_S,
+                 semantic=None):
         """Open the store at ``address``; only with ``create=True`` is a new one made.
 
         ``address`` is a SQLite path (``:memory:`` by default; ``sqlite:///path`` too) or a
@@ -89,10 +91,16 @@ class KBStore:
         becomes a store only with ``create=True``; anything that is not a store is refused
         (``NotAStore``) without a byte of it changed. Opening takes no lock a writer could
         hold up. A write waits up to ``timeout`` seconds for another's transaction.
+
+        ``semantic``: hybrid search and a vector written with every published version
+        (``kbcite.search.semantic``): True, False, or None for the environment's
+        ``KBCITE_SEMANTIC`` (``auto``, ``on``, ``off``), else auto: on where the
+        ``[semantic]`` extra's model loads, lexical (and said once in the log) where not.
         """
         self._db = open_engine(address, create=create, timeout=timeout)
         self.engine = self._db.name
-        self._ctx = Context(self._db, clock or _system_clock)
+        self._ctx = Context(self._db, clock or _system_clock,
+                            Semantic.opened(semantic, address))
         self._handlers = dict(HANDLERS)
         # The HTTP server's side, each a handle of its own: bearer tokens (who is asking, and
         # why one was refused) and the handshake sessions every server process shares.
@@ -102,10 +110,12 @@ class KBStore:
         self.grants = grants.Grants(self._ctx)
 
     @classmethod
-    def upgrade(cls, address):
+    def upgrade(cls, address, semantic=None):
         """Bring an older store up to this schema in one transaction, re-indexing what the
-        new schema indexes differently; returns ``(old schema, new schema)``."""
+        new schema indexes differently (and, where the semantic half is on, embedding the
+        articles of a store that had no vectors); returns ``(old schema, new schema)``."""
         db = open_engine(address, upgrading=True)
+        halves = Semantic.opened(semantic, address)
         try:
             # A migration may rebuild a table that others refer to; the upgrade checks the
             # references itself before it commits.
@@ -114,15 +124,18 @@ class KBStore:
                 found, kb_pks = db.upgrade_schema()
                 for kb_pk in kb_pks:
                     index.index_all(db, db.kb_by_pk(kb_pk))
+                if found < VECTORS_SCHEMA and halves.on:
+                    for kb in db.audit_kbs():
+                        halves.embed_all(db, kb)
             db.foreign_keys(True)
         finally:
             db.close()
         return found, SCHEMA_VERSION
 
     @classmethod
-    def from_image(cls, image, *, clock=None):
+    def from_image(cls, image, *, clock=None, semantic=None):
         """A new in-memory store holding a copy of ``image()`` bytes."""
-        store = cls(":memory:", clock=clock)
+        store = cls(":memory:", clock=clock, semantic=semantic)
         store._db.load_image(image)
         return store
 
@@ -381,7 +394,8 @@ class KBStore:
     def rebuild_index(self, kb_id):
         """Index a knowledge base's published articles anew (after damage to its index)."""
         with self._db.write():
-            index.index_all(self._db, access.knowledge_base(self._db, kb_id, lock=True))
+            index.index_all(self._db, access.knowledge_base(self._db, kb_id, lock=True),
+                            self._ctx.semantic)
 
     def import_directory(self, kb_id, directory, *, prune=False, force=False, dry_run=False,
                          skip_bad=False, yes=False, progress=None):

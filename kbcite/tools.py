@@ -105,13 +105,23 @@ def _object(properties, required=None):
     }
 
 
+# The search tool's description says which ranking the server runs: the lexical one alone,
+# or hybrid (the [semantic] extra loaded); ``tools_listed`` picks the sentence.
+SEARCH_DESCRIPTION = (
+    "Search current published articles in one granted knowledge base. Results cite the "
+    "article ID and updated time; this is a live database read. ")
+SEARCH_LEXICAL = ("Ranking is lexical (the words of the query; semantic search is off): "
+                  "each hit's match is \"lexical\".")
+SEARCH_HYBRID = ("Ranking is hybrid: the words of the query and its meaning (semantic search "
+                 "is on), so a paraphrase finds an article too; each hit's match says which "
+                 "found it: \"lexical\", \"semantic\" or \"both\".")
+# What a hit's match may be.
+MATCHES = ("lexical", "semantic", "both")
+
 TOOLS = [
     {
         "name": "search_knowledge_base",
-        "description": (
-            "Search current published articles in one granted knowledge base. Results cite the "
-            "article ID and updated time; this is a live database read."
-        ),
+        "description": SEARCH_DESCRIPTION + SEARCH_LEXICAL,
         "inputSchema": _object(
             {
                 "knowledge_base_id": _KB_ID,
@@ -139,6 +149,7 @@ TOOLS = [
                             "updated_at": _UPDATED_AT,
                             "source": {"type": ["string", "null"]},
                             "citation": _CITATION,
+                            "match": {"enum": list(MATCHES)},
                         }
                     ),
                 },
@@ -327,3 +338,11 @@ TOOLS = [
         "annotations": {"readOnlyHint": True},
     },
 ]
+
+
+def tools_listed(hybrid):
+    """The tool list as a server with (``hybrid``) or without the semantic half shows it."""
+    if not hybrid:
+        return TOOLS
+    return [dict(tool, description=SEARCH_DESCRIPTION + SEARCH_HYBRID)
+            if tool["name"] == "search_knowledge_base" else tool for tool in TOOLS]

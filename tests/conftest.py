@@ -23,6 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# The suite's stores search lexically, whatever is installed: the tiers' guarantees are what
+# most tests check, and the processes they start inherit this. The semantic half's tests
+# (tests/test_semantic.py) turn it on for their own stores and servers.
+os.environ["KBCITE_SEMANTIC"] = "off"
+
 from kbcite.store import KBStore  # noqa: E402
 from kbcite.testing import (  # noqa: E402
     FakeClock, PostgresCluster, postgres_binaries, write_lock_held,

@@ -22,7 +22,8 @@ FLOORS = {
         "kbcite.catalog", "kbcite.proposals", "kbcite.linediff", "kbcite.threeway",
         "kbcite.merging",
         "kbcite.folder", "kbcite.exporter", "kbcite.backup",
-        "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index"],
+        "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index",
+        "kbcite.search.semantic"],
     # The engines: the package that picks one; each engine and its schema; the contract and
     # the shared SQL, which name no engine; the errors every engine raises.
     2.4: ["kbcite.engines"],
@@ -31,7 +32,7 @@ FLOORS = {
     2.1: ["kbcite.engines.contract", "kbcite.engines.sql.*"],
     2: ["kbcite.engines.errors"],
     1: ["kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",
-        "kbcite.search.snippets"],
+        "kbcite.search.snippets", "kbcite.search.embedding"],
     0: ["kbcite.limits", "kbcite.errors", "kbcite.versions", "kbcite.validation",
         "kbcite.tools"],
 }

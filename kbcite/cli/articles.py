@@ -205,6 +205,8 @@ SEARCH_COLUMNS = [
     ("source", "SOURCE", lambda h: h["source"] or ""),
     ("snippet", "SNIPPET", lambda h: one_line(h["snippet"], 100)),
     ("citation", "CITATION", lambda h: json.dumps(h["citation"], ensure_ascii=False)),
+    # Which half of search found it: lexical, semantic or both (kbcite[semantic]).
+    ("match", "MATCH", lambda h: h.get("match", "lexical")),
 ]
 
 

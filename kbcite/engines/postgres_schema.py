@@ -6,11 +6,12 @@ from .sql.sessions import SESSIONS_SQL
 from .sql.articles import ARTICLES_CHANGED_SQL
 from .sql.grants import GRANTS_SQL
 from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL
+from .sql.vectors import VECTORS_COUNTER_SQL, VECTORS_SQL
 
 # Our tables, in the order a dump lists them and a new store creates them.
 TABLES = ("kb_meta", "knowledge_bases", "texts", "articles", "versions", "events",
           "idempotency", "search_docs", "search_terms", "title_terms", "tokens", "sessions",
-          "session_messages", "proposals", "identity_grants")
+          "session_messages", "proposals", "identity_grants", "article_vectors")
 
 # Each text an article has had, stored once (schema 4). Uncompressed out-of-line storage: a
 # snippet's substr() reads the first chunks of a long article, not all of it.
@@ -47,6 +48,9 @@ CREATE TABLE versions (
 VERSIONS_SQL_4 = VERSIONS_SQL.replace("    approver TEXT,\n", "")
 # Proposals (schema 6), as on SQLite.
 POSTGRES_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="BIGSERIAL PRIMARY KEY", big="BIGINT")
+# The semantic half's vectors (schema 8), as on SQLite: brute force over a knowledge base's
+# rows (Debian 12's PostgreSQL has no pgvector).
+POSTGRES_VECTORS_SQL = VECTORS_SQL.format(big="BIGINT", blob="BYTEA", rowid="")
 
 SCHEMA_SQL = """
 CREATE TABLE kb_meta (
@@ -62,7 +66,8 @@ CREATE TABLE knowledge_bases (
     articles_created BIGINT NOT NULL DEFAULT 0,
     title_tokens BIGINT NOT NULL DEFAULT 0,
     body_tokens BIGINT NOT NULL DEFAULT 0,
-    import_root TEXT
+    import_root TEXT,
+    vectors_written BIGINT NOT NULL DEFAULT 0
 );
 """ + TEXTS_SQL + """;
 CREATE TABLE articles (
@@ -126,7 +131,8 @@ CREATE TABLE title_terms (
     pk BIGINT NOT NULL,
     PRIMARY KEY (kb_pk, term, title_len, pk)
 );
-""" + TOKENS_SQL + ";" + SESSIONS_SQL + ";" + POSTGRES_PROPOSALS_SQL + ";" + GRANTS_SQL
+""" + TOKENS_SQL + ";" + SESSIONS_SQL + ";" + POSTGRES_PROPOSALS_SQL + ";" + GRANTS_SQL + ";" \
+    + POSTGRES_VECTORS_SQL
 
 # The statements that take a store from each schema to the next (PostgreSQL stores began at
 # schema 2), all run in the upgrade's one transaction.
@@ -166,4 +172,6 @@ MIGRATIONS = {
     + POSTGRES_PROPOSALS_SQL.split(";"),
     # Schema 7: what a team issuer's people and groups may do (kbcite.grants).
     6: [GRANTS_SQL],
+    # Schema 8: the semantic half's vectors (kbcite.search.semantic).
+    7: [VECTORS_COUNTER_SQL.format(big="BIGINT"), POSTGRES_VECTORS_SQL],
 }

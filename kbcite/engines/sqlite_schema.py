@@ -6,6 +6,7 @@ from .sql.sessions import SESSIONS_SQL
 from .sql.articles import ARTICLES_CHANGED_SQL
 from .sql.grants import GRANTS_SQL
 from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL, TOKENS_SQL_5
+from .sql.vectors import VECTORS_COUNTER_SQL, VECTORS_SQL
 
 ARTICLES_SQL = """
 CREATE TABLE {name} (
@@ -64,7 +65,8 @@ CREATE TABLE knowledge_bases (
     -- Token totals of the published articles' titles and bodies: BM25's average lengths.
     title_tokens INTEGER NOT NULL DEFAULT 0,
     body_tokens INTEGER NOT NULL DEFAULT 0,
-    import_root TEXT
+    import_root TEXT,
+    vectors_written INTEGER NOT NULL DEFAULT 0
 );
 -- Every text an article has had, each stored once: a version that keeps its text (a publish,
 -- an unpublish, a retitle, a revert) points at the text it shares. Its own table, so that
@@ -122,8 +124,9 @@ CREATE TABLE title_terms (
 ) WITHOUT ROWID;
 """
 SQLITE_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="INTEGER PRIMARY KEY", big="INTEGER")
+SQLITE_VECTORS_SQL = VECTORS_SQL.format(big="INTEGER", blob="BLOB", rowid=" WITHOUT ROWID")
 SCHEMA_SQL = (CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";" +
-              SQLITE_PROPOSALS_SQL + ";" + GRANTS_SQL + ";")
+              SQLITE_PROPOSALS_SQL + ";" + GRANTS_SQL + ";" + SQLITE_VECTORS_SQL + ";")
 
 # Schema 1 to 2: the import version, and search on the store's own tokens (the old FTS5
 # tables, which indexed the articles table directly, are replaced; the store re-indexes).
@@ -169,6 +172,9 @@ MIGRATIONS = {
     + SQLITE_PROPOSALS_SQL.split(";"),
     # Schema 6 to 7: what a team issuer's people and groups may do (kbcite.grants).
     6: [GRANTS_SQL],
+    # Schema 7 to 8: the semantic half's vectors (kbcite.search.semantic); ``kb reindex``
+    # embeds the articles a store had before.
+    7: [VECTORS_COUNTER_SQL.format(big="INTEGER"), SQLITE_VECTORS_SQL],
 }
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is

@@ -1,6 +1,7 @@
 """The search tool: a query's ranked hits in one granted knowledge base, each with its citation.
 
-One read transaction: the tiers (``tiers.ranked``) find the hits, their rows come with the
+One read transaction: the tiers (``tiers.ranked``) find the hits (fused with the nearest
+vectors' where the store's semantic half is on: ``semantic.fuse``), their rows come with the
 first ``SNIPPET_SCAN_CHARS`` characters of content only, and each gets a snippet (cached by
 article version).
 """
@@ -10,6 +11,7 @@ from ..errors import StoreDamaged
 from ..limits import SEARCH_LIMIT_DEFAULT
 from ..tools import citation
 from .snippets import SNIPPET_SCAN_CHARS
+from .semantic import FUSION_DEPTH, fuse
 from .tiers import ranked
 
 
@@ -31,13 +33,23 @@ def search(ctx, args, granted, actor=None):
     limit = args.get("limit", SEARCH_LIMIT_DEFAULT)
     db, work = ctx.db, {}
     ctx.last_search = work
+    semantic = ctx.semantic
     with db.read():
         kb = access.knowledge_base(db, args["knowledge_base_id"], granted)
-        hits, terms = ranked(db, kb, args["query"], limit, work)
-        rows = hit_rows(db, kb, hits) if hits else {}
+        if semantic is not None and semantic.on:
+            # Hybrid: both rankings, deeper than asked, fused under exact-title-first.
+            depth = max(limit, FUSION_DEPTH)
+            lexical, terms = ranked(db, kb, args["query"], depth, work)
+            nearest = semantic.nearest(db, kb, args["query"], depth)
+            work["semantic"] = len(nearest)
+            hits = fuse(lexical, work.get("named", ()), nearest, limit)
+        else:
+            lexical, terms = ranked(db, kb, args["query"], limit, work)
+            hits = [(pk, "lexical") for pk in lexical]
+        rows = hit_rows(db, kb, [pk for pk, _ in hits]) if hits else {}
     kb_id = kb["kb_id"]
     results = []
-    for pk in hits:
+    for pk, match in hits:
         row = rows[pk]
         results.append({
             "article_id": row["article_id"],
@@ -48,6 +60,8 @@ def search(ctx, args, granted, actor=None):
             # title are told apart by it.
             "source": row["source"],
             "citation": citation(kb_id, row["article_id"], row["updated_at"]),
+            # Which half found it: its words (lexical), its meaning (semantic), or both.
+            "match": match,
         })
     return {"knowledge_base_id": kb_id, "query": args["query"], "results": results,
             "head_sequence": kb["head_sequence"]}

@@ -2,14 +2,16 @@
 
 Each function runs inside the caller's write transaction, beside the change it follows: a
 published article's tokens (``search_docs``), the full-text index, each term's article counts
-and the knowledge base's token totals (BM25's averages) move together or not at all.
+and the knowledge base's token totals (BM25's averages) move together or not at all; so do
+the articles' vectors, where the store has a ``semantic`` half (``kbcite.search.semantic``).
 """
 
 from .ranking import SearchDoc, presence_delta, presence_totals
 
 
-def reindex(db, kb, pk, was_published, title, content, published):
-    """Bring the search index in line with an article's new text and visibility."""
+def reindex(db, kb, pk, was_published, title, content, published, semantic=None):
+    """Bring the search index (and the article's vector) in line with its new text and
+    visibility."""
     old = None
     if was_published:
         stored = db.search_doc(pk)
@@ -31,23 +33,31 @@ def reindex(db, kb, pk, was_published, title, content, published):
         kb["pk"], (new is not None) - (old is not None),
         (new.title_len if new else 0) - (old.title_len if old else 0),
         (new.body_len if new else 0) - (old.body_len if old else 0))
+    if semantic is not None:
+        semantic.written(db, kb, pk, title, content, published, was_published)
 
 
-def index_new(db, kb, docs):
+def index_new(db, kb, docs, semantic=None, texts=()):
     """Index newly published ``(pk, SearchDoc)`` items at once: the index, the per-term
-    counts and the totals, each in one statement for all of them."""
+    counts and the totals, each in one statement for all of them; and, with a ``semantic``
+    half, the vectors of their ``texts`` (``(pk, title, content)``)."""
     db.search_docs_put(kb["pk"], docs)
     db.index_add(kb["pk"], docs)
     db.term_counts_add(kb["pk"], presence_totals(doc for _, doc in docs))
     db.kb_add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),
                         sum(d.body_len for _, d in docs))
+    if semantic is not None:
+        semantic.added(db, kb, list(texts))
 
 
-def index_all(db, kb):
-    """Index every published article of a knowledge base anew (an upgrade, a rebuild)."""
+def index_all(db, kb, semantic=None):
+    """Index every published article of a knowledge base anew (an upgrade, a rebuild), and,
+    with a ``semantic`` half, embed them anew."""
     db.search_clear(kb["pk"])
     docs = [(row["pk"], SearchDoc.of(row["title"], row["content"]))
             for row in db.published_texts(kb["pk"])]
     if docs:
         index_new(db, kb, docs)
     db.optimize(kb["pk"])
+    if semantic is not None:
+        semantic.embed_all(db, kb)

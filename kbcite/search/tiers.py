@@ -156,4 +156,6 @@ def ranked(db, kb, text, limit, work):
                 gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first],
                                 min(cap, short + len(scored))))
     best = sorted(scored.values())[:limit]
+    # The hits whose title is the query, first of all (the fusion keeps them first).
+    work["named"] = [key[3] for key in best if not key[0]]
     return [key[3] for key in best], terms

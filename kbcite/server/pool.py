@@ -16,6 +16,7 @@ import time
 
 from ..errors import StoreBusy
 from ..limits import BUSY_TIMEOUT_S
+from ..search.semantic import Semantic
 from ..store import KBStore
 from .session import Cancelled
 
@@ -98,6 +99,9 @@ class StorePool:
                  timeout=BUSY_TIMEOUT_S):
         self.address = address
         self.timeout = timeout
+        # Whether this process's stores search hybrid (the [semantic] extra's model loaded,
+        # and KBCITE_SEMANTIC is not off): decided, and said in the log, once at start.
+        self.hybrid = Semantic.opened(None, address).on
         self.queued_edits = queued_edits
         # Edits one knowledge base can have in flight in a process before store_busy.
         self.edit_slots = writers + queued_edits

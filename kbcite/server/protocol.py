@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from ..errors import PermissionDenied, ToolError
-from ..tools import TOOLS
+from ..tools import TOOLS, tools_listed
 from . import resources
 from .subscriptions import SUBSCRIPTIONS_MAX, TooMany
 from .approval import Approvals, client_supports_form_elicitation
@@ -235,10 +235,10 @@ class Protocol:
                 "capabilities": self.capabilities(MODERN_VERSIONS[0]),
                 "instructions": INSTRUCTIONS, "ttlMs": LIST_TTL_MS, "cacheScope": "public"}
 
-    @staticmethod
-    def tools_for(principal):
-        """The tools a caller sees: the edit tool only where its writes are not denied."""
-        return [t for t in TOOLS
+    def tools_for(self, principal):
+        """The tools a caller sees: the edit tool only where its writes are not denied; the
+        search tool's description says whether its ranking is hybrid."""
+        return [t for t in tools_listed(getattr(self.pool, "hybrid", False))
                 if not (not principal.may_write and t["name"] == EDIT_TOOL)]
 
     def _list_tools(self, params, ctx):

@@ -31,7 +31,9 @@ def fill_store(store, plan):
 def start_of_day(plan):
     """The start of the day built once in memory: its database image (``None`` where the store
     cannot copy itself) and the articles' IDs."""
-    store = KBStore(":memory:", clock=SimClock())
+    # Lexical always: the article's measurements are of the lexical search, and the tables
+    # must not depend on whether the [semantic] extra is installed.
+    store = KBStore(":memory:", clock=SimClock(), semantic=False)
     try:
         article_ids = fill_store(store, plan)
         return store.image(), article_ids
@@ -51,10 +53,11 @@ class DayRun:
         if db_path is not None and "://" not in db_path and os.path.exists(db_path):
             os.remove(db_path)
         if start is not None and start.image is not None and db_path is None:
-            self.store = KBStore.from_image(start.image, clock=self.clock)
+            self.store = KBStore.from_image(start.image, clock=self.clock, semantic=False)
             self.article_ids = list(start.article_ids)
         else:
-            self.store = KBStore(db_path or ":memory:", clock=self.clock, create=True)
+            self.store = KBStore(db_path or ":memory:", clock=self.clock, create=True,
+                                 semantic=False)
         self.agent = Agent(self.store, passages=checks)
         self.changes = people_saves(plan, uniform)
         self.oracle = Oracle(plan.titles, self.changes, plan.bodies, plan.subjects)

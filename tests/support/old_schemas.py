@@ -20,9 +20,16 @@ def _drop_back(address, engine, version, statements):
         db.close()
 
 
+def as_schema_7(address, engine):
+    """Take a store back to schema 7: no vectors of the semantic half."""
+    KBStore(address).close()  # a store of this schema, whole
+    _drop_back(address, engine, 7, ["DROP TABLE article_vectors",
+                                    "ALTER TABLE knowledge_bases DROP COLUMN vectors_written"])
+
+
 def as_schema_6(address, engine):
     """Take a store back to schema 6: no grants of a team issuer's people and groups."""
-    KBStore(address).close()  # a store of this schema, whole
+    as_schema_7(address, engine)
     _drop_back(address, engine, 6, ["DROP TABLE identity_grants"])
 
 

@@ -15,8 +15,9 @@ from .search import SearchSQL
 from .proposals import ProposalSQL
 from .sessions import SessionSQL
 from .tokens import TokenSQL
+from .vectors import VectorSQL
 
 
 class SharedSQL(KnowledgeBaseSQL, ArticleSQL, HistorySQL, EventSQL, SearchSQL, TokenSQL,
-                SessionSQL, AuditSQL, ProposalSQL, GrantSQL):
+                SessionSQL, AuditSQL, ProposalSQL, GrantSQL, VectorSQL):
     """Every table's statements, for an engine to stand on."""

@@ -1,7 +1,7 @@
 """The knowledge bases' rows: their counters, their token totals, the import's folder."""
 
 KB_COLUMNS = ("pk, kb_id, head_sequence, published_count, title_tokens, body_tokens, "
-              "import_root")
+              "import_root, vectors_written")
 
 
 class KnowledgeBaseSQL:
