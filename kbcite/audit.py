@@ -132,4 +132,10 @@ def audit_kb(db, kb):
         wrong = sorted(set(terms.items()) ^ set(expected_terms.items()))[:3]
         problems.append("knowledge base %r: term counts differ from its articles' (%s)"
                         % (name, wrong))
+    # A vector is of a published article's current version, or there is none (the semantic
+    # half: an article written without the model is found lexically until kb reindex).
+    stray = sorted(set(db.vectors_pks(kb["pk"])) - set(published))
+    if stray:
+        problems.append("knowledge base %r: %d vector(s) of articles not published (pk %s); "
+                        "kb reindex %s embeds it anew" % (name, len(stray), stray[0], name))
     return problems

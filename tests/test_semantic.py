@@ -138,6 +138,7 @@ def test_every_published_version_has_its_vector_in_its_own_transaction(hybrid):
     hybrid.unpublish(KB, hybrid.ids[0])
     hybrid.delete_article(KB, hybrid.ids[1])
     assert vectors(hybrid) == len(PAGES) - 1
+    assert hybrid.audit() == []
     # A write that fails rolls its vector back with everything else.
     before = hybrid._db.dump()
     with pytest.raises(kbcite.VersionConflict):
@@ -160,6 +161,14 @@ def test_a_paraphrase_is_found_by_its_meaning(hybrid):
 
 
 @needs_model
+@needs_model
+def test_the_audit_names_a_vector_of_an_article_not_published(hybrid):
+    with hybrid._db.write():  # a damaged store: the vector of a withdrawn article left behind
+        hybrid._db.execute("UPDATE articles SET published = 0 WHERE article_id = ?",
+                           (hybrid.ids[0],))
+    assert any("vector(s) of articles not published" in p for p in hybrid.audit())
+
+
 def test_an_exact_title_stays_first_and_each_hit_says_what_found_it(hybrid):
     hybrid.create_article(KB, "list", "Print the items of a list, one a line.")
     hits = search(hybrid, "ls")

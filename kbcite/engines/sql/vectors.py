@@ -57,6 +57,7 @@ class VectorSQL:
         self.execute("UPDATE knowledge_bases SET vectors_written = vectors_written + 1 "
                      "WHERE pk = ?", (kb_pk,))
 
-    def vectors_count(self, kb_pk):
-        """How many vectors a knowledge base has (the audit, the tests)."""
-        return self.value("SELECT count(*) FROM article_vectors WHERE kb_pk = ?", (kb_pk,))
+    def vectors_pks(self, kb_pk):
+        """The pks of the articles a knowledge base has vectors of, sorted (the audit)."""
+        return [row["pk"] for row in self.rows(
+            "SELECT pk FROM article_vectors WHERE kb_pk = ? ORDER BY pk", (kb_pk,))]
