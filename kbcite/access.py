@@ -42,7 +42,7 @@ def article(db, kb, article_id, published_only):
         if row is None:
             raise NotFound("there is no article %r in knowledge base %r"
                            % (article_id, kb["kb_id"]), knowledge_base_id=kb["kb_id"],
-                           article_id=article_id)
+                           article_id=article_id, drafts_included=True)
         return row
     found = db.article_visibility(kb["pk"], article_id)
     if found is None or not found["published"]:

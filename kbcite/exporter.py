@@ -84,18 +84,28 @@ def place_problem(directory, path):
     return None
 
 
-def write_atomically(path, text, root=None):
+def write_atomically(path, text, root=None, special=False):
     """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, renamed.
     The file gets the mode of the file it replaces, else what ``open`` would give (0666
-    less the umask); with ``root``, its folder must resolve inside ``root`` at that moment."""
+    less the umask); with ``root``, its folder must resolve inside ``root`` at that moment.
+    What is there and no regular file (a device, a pipe, a link to one) is never replaced:
+    OSError, or with ``special`` it is written to as it is (``/dev/stdout``, a pipe)."""
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
     if root is not None and not _inside(os.path.realpath(folder), os.path.realpath(root)):
         raise OSError(errno.EXDEV, "its folder now leads outside %s, through a link" % root)
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        found = os.stat(path)
     except OSError:
-        mode = None
+        found = None
+    mode = None if found is None else stat.S_IMODE(found.st_mode)
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        if not special:
+            raise OSError(errno.EEXIST, "it is no regular file (a device, a pipe, a folder), "
+                                        "so it is not replaced")
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        return
     temporary = os.path.join(folder, ".kb-export-%s.tmp" % secrets.token_hex(8))
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:

@@ -87,6 +87,7 @@ def _value(rule, value, name):
         check_text(value, name)
         if len(value) < rule.get("minLength", 0):
             raise InvalidArgument(
+                "%s must not be empty" % name if rule["minLength"] == 1 and not value else
                 "%s must be at least %d characters, got %d"
                 % (name, rule["minLength"], len(value)),
                 argument=name,

@@ -232,8 +232,8 @@ def test_edit_is_compare_and_swap_with_exit_3_and_the_current_version(db, tmp_pa
 def test_errors_are_for_a_person_and_name_what_is_wrong(db, tmp_path):
     article = out(db, "add", KB, "--title", "Doc", "--content", "v1").strip()
     draft = out(db, "add", KB, "--title", "Hidden", "--content", "x", "--draft").strip()
-    assert "no published article art-000404 in knowledge base %s" % KB in fails(
-        db, "read", KB, "art-000404")
+    assert "there is no article art-000404 in knowledge base %s, draft or published" % KB \
+        in fails(db, "read", KB, "art-000404")
     assert "is a draft" in fails(db, "read", KB, draft) and "kb publish" in fails(
         db, "read", KB, draft)
     assert "there is no knowledge base nowhere" in fails(db, "search", "nowhere", "refund")
@@ -760,7 +760,7 @@ def test_delete_needs_yes_and_then_is_for_good(db):
     assert plan.startswith("plan (nothing deleted)") and "--yes" in plan and "for good" in plan
     assert dump(db) == before
     assert out(db, "delete", KB, aid, "--yes").startswith("deleted %s, event 2" % aid)
-    assert "no published article %s" % aid in fails(db, "read", KB, aid)
+    assert "there is no article %s" % aid in fails(db, "read", KB, aid)
     assert aid not in out(db, "list", KB)
     assert out(db, "events", KB).splitlines()[-1].split()[1] == "article.deleted"
     assert out(db, "audit") == "audit: ok\n"

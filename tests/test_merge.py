@@ -263,6 +263,10 @@ def test_a_stale_expected_version_is_exit_3_with_the_error_as_json(where, page):
     assert state(where) == before
     assert "not --expected-version" in kb(where, "merge", KB, article, "--file", path,
                                           "--expected-version", old, "--dry-run", status=3)
+    # Nothing to write to the store: a stale --expected-version is still refused.
+    kb(where, "merge", KB, article, "--file", path)
+    assert "not --expected-version" in kb(where, "merge", KB, article, "--file", path,
+                                          "--expected-version", old, status=3)
 
 
 # -- the three-way merge itself -------------------------------------------------------------

@@ -4,8 +4,10 @@ token."""
 import json
 import os
 import sys
+import urllib.parse
 
-from ..exporter import write_atomically
+from ..exporter import place_problem, write_atomically
+from ..markdown import decode_utf8
 from .messages import EXIT_ERROR, EXIT_OK, PROG, CommandError
 from .output import emit, print_json
 
@@ -24,8 +26,13 @@ def cmd_dump(store, args, out):
                            % args.file, argument="FILE")
     if os.path.isdir(args.file):
         raise CommandError("%s is a folder: name the dump's file" % args.file, argument="FILE")
+    folder = os.path.dirname(os.path.abspath(args.file))
+    problem = place_problem(folder, os.path.basename(args.file))
+    if problem is not None and not os.path.exists(args.file):
+        raise CommandError("cannot write %s: %s; nothing was written" % (args.file, problem),
+                           argument="FILE")
     try:
-        write_atomically(args.file, text)
+        write_atomically(args.file, text, special=True)  # /dev/stdout, a pipe: written to
     except OSError as exc:
         raise CommandError("cannot write %s: %s; nothing was written"
                            % (args.file, exc.strerror), argument="FILE") from None
@@ -50,10 +57,11 @@ def cmd_restore(store, args, out):
         except OSError as exc:
             raise CommandError("cannot read %s: %s" % (args.file, exc.strerror),
                                argument="FILE") from None
+    name = "standard input" if args.file == "-" else args.file
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CommandError("%s is not a kb dump (not JSON: %s)" % (args.file, exc),
+        data = json.loads(decode_utf8(raw, "%s (a kb dump)" % name, "FILE"))
+    except ValueError as exc:
+        raise CommandError("%s is not a kb dump (not JSON: %s)" % (name, exc),
                            argument="FILE") from None
     made = store.restore_knowledge_base(data, as_id=args.as_kb)
     if args.json:
@@ -169,6 +177,11 @@ def cmd_token(store, args, out):
             return print_json(rows, out)
         return emit(rows, TOKEN_COLUMNS, args, out)
     elif args.token_command == "link":
+        parts = urllib.parse.urlsplit(args.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+            raise CommandError("--url %r is not the server's address: give it as its people "
+                               "reach it, http://HOST:PORT or https://HOST; no link was made"
+                               % args.url, argument="--url")
         url = "%s/login/link?code=%s" % (args.url.rstrip("/"), store.tokens.link(args.name))
         if args.json:
             return print_json({"name": args.name, "link": url}, out)

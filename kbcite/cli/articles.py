@@ -242,7 +242,8 @@ def cmd_edit(store, args, out):
     arguments = {"knowledge_base_id": args.kb, "article_id": args.article,
                  "content": content,
                  "expected_version": args.expected_version,
-                 "idempotency_key": args.idempotency_key or "kb-cli-%s" % uuid.uuid4()}
+                 "idempotency_key": "kb-cli-%s" % uuid.uuid4() if args.idempotency_key is None
+                 else args.idempotency_key}
     if title is not None:
         arguments["title"] = title
     if args.summary is not None:

@@ -107,11 +107,25 @@ def _base(args, meta, pending):
     return None, "the import"
 
 
+def _expected(args, version):
+    """Where the store is not written (so no compare-and-swap runs), a stale
+    ``--expected-version`` is refused all the same."""
+    if args.expected_version is not None and args.expected_version != version:
+        raise Conflict("article %s of knowledge base %s is at version %s, not --expected-"
+                       "version %s: nothing was written; see what changed (kb diff %s %s), "
+                       "then merge again" % (args.article, args.kb, version,
+                                             args.expected_version, args.kb, args.article))
+
+
 def cmd_merge(store, args, out):
     """Merge an article and a Markdown file from their common base; exit 3 on a conflict
     (markers written for the person) or a stale version (nothing written)."""
     if args.abort:
         return abort(args, out)
+    if args.output and os.path.exists(args.output) and not os.path.isfile(args.output):
+        raise CommandError("--output %s is no regular file (a folder, a device, a pipe): "
+                           "nothing was written; name a file" % args.output,
+                           argument="--output")
     if args.output and os.path.exists(args.output) and not args.yes:
         raise CommandError("--output %s is there already: nothing was written; name another "
                            "file, or add --yes to replace it" % args.output, argument="--output")
@@ -122,12 +136,8 @@ def cmd_merge(store, args, out):
     current, base = sides["current"], sides["base"]
     base_from = base_from if sides["base_from"] == "given" else "the import"
     version = current["updated_at"]
-    if args.expected_version is not None and args.expected_version != version and \
-            (args.dry_run or args.output):
-        raise Conflict("article %s of knowledge base %s is at version %s, not --expected-"
-                       "version %s: nothing was written; see what changed (kb diff %s %s), "
-                       "then merge again" % (args.article, args.kb, version,
-                                             args.expected_version, args.kb, args.article))
+    if args.dry_run or args.output:
+        _expected(args, version)
     labels = ("store %s" % version, "file %s" % args.file)
     merged = merge(normalized(base["content"]), normalized(current["content"]),
                    normalized(body), *labels)
@@ -184,6 +194,8 @@ def written(store, args, out, result, original, sides, title, content, meta):
                            "was written; run the same kb merge again to merge that change too"
                            % (args.article, exc.details["current_version"])) from None
         version, event = made["updated_at"], made["event"]
+    else:
+        _expected(args, version)
     text = format_like(original, title, content, dict(meta, version=version))
     if text != original:
         _write_file(args.file, text, "the store holds the merge as version %s; run the same "

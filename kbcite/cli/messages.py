@@ -68,6 +68,11 @@ def person_message(error):
                 "change, and run the command again with --expected-version %s."
                 % (article, kb, details["expected_version"], details["current_version"], kb,
                    article, details["current_version"]))
+    if error.code == "not_found" and details.get("drafts_included"):
+        # The people's side looked at drafts too: the article is not there at all.
+        return ("there is no article %s in knowledge base %s, draft or published (kb list %s "
+                "shows them all)" % (details["article_id"], details["knowledge_base_id"],
+                                     details["knowledge_base_id"]))
     if error.code == "not_found" and "article_id" in details:
         return ("no published article %s in knowledge base %s (kb list %s shows every article, "
                 "drafts included)" % (details["article_id"], details["knowledge_base_id"],

@@ -19,6 +19,14 @@ def login_name():
         return None
 
 
+def named(text):
+    """A file or folder argument: an empty one (an unset variable in a script) names nothing,
+    and is refused rather than taken as the current folder or as no value."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty name: name a file or folder")
+    return text
+
+
 # -- the parser --------------------------------------------------------------------------------
 
 
@@ -26,7 +34,7 @@ def build_parser():
     """The command line: global options, then one subcommand with its own."""
     common = argparse.ArgumentParser(add_help=False)
     # SUPPRESS: given after the subcommand it overrides the one given before, never erases it.
-    common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+    common.add_argument("--db", metavar="PATH", type=named, default=argparse.SUPPRESS,
                         help="the store file (default: $KB_DB)")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print JSON (what the tools return) instead of a table")
@@ -72,7 +80,7 @@ def build_parser():
 
     def content_args(p, what):
         text = p.add_mutually_exclusive_group()
-        text.add_argument("--file", metavar="F",
+        text.add_argument("--file", metavar="F", type=named,
                           help="read %s from the UTF-8 file F (- for standard input)" % what)
         text.add_argument("--content", metavar="TEXT", help="%s itself" % what)
 
@@ -159,7 +167,7 @@ def build_parser():
     p.add_argument("--from", dest="from_", metavar="V",
                    help="the older version (default: the one before --to)")
     p.add_argument("--to", metavar="V", help="the newer version (default: the current one)")
-    p.add_argument("--file", metavar="F",
+    p.add_argument("--file", metavar="F", type=named,
                    help="compare the article (at --to, default the current version) with the "
                         "Markdown file F, read as import reads it")
 
@@ -168,7 +176,7 @@ def build_parser():
                          "marked in the file for you to resolve (exit 3)")
     kb_arg(p)
     article_arg(p)
-    p.add_argument("--file", required=True, metavar="F",
+    p.add_argument("--file", required=True, metavar="F", type=named,
                    help="the Markdown file, read as import reads it (front matter and a # "
                         "heading give the title)")
     p.add_argument("--base", metavar="V",
@@ -179,7 +187,7 @@ def build_parser():
     p.add_argument("--title", help="the merged title (default: merged as the text is)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the merged file, write nothing")
-    p.add_argument("--output", metavar="O",
+    p.add_argument("--output", metavar="O", type=named,
                    help="write the merged file (or its conflicts) to O, not F; nothing to "
                         "the store")
     p.add_argument("--yes", action="store_true",
@@ -206,7 +214,7 @@ def build_parser():
 
     p = command("import", "sync a folder of Markdown files into a knowledge base")
     kb_arg(p)
-    p.add_argument("directory", metavar="FOLDER",
+    p.add_argument("directory", metavar="FOLDER", type=named,
                    help="the folder: every *.md and *.markdown below it, but dot-folders, "
                         "node_modules and what a .kbignore names")
     p.add_argument("--dry-run", action="store_true",
@@ -226,7 +234,7 @@ def build_parser():
     p = command("export", "write the articles to a folder as Markdown files, with front "
                           "matter that import reads back")
     kb_arg(p)
-    p.add_argument("directory", metavar="FOLDER", help="the folder (made if missing)")
+    p.add_argument("directory", metavar="FOLDER", type=named, help="the folder (made if missing)")
     p.add_argument("--all", action="store_true", help="drafts too (published: false)")
     p.add_argument("--edited", action="store_true",
                    help="only the articles edited since their import, over their files: the "
@@ -244,12 +252,12 @@ def build_parser():
     p = command("dump", "write a knowledge base, IDs, versions, history and events, to one "
                         "JSON file that kb restore reads back in any store")
     kb_arg(p)
-    p.add_argument("file", metavar="FILE", help="the dump to write (-: standard output)")
+    p.add_argument("file", metavar="FILE", type=named, help="the dump to write (-: standard output)")
     p.add_argument("--yes", action="store_true", help="overwrite FILE if it is there")
 
     p = command("restore", "make a knowledge base from a kb dump file, with its article IDs, "
                            "versions, history and events")
-    p.add_argument("file", metavar="FILE", help="the dump to read (-: standard input)")
+    p.add_argument("file", metavar="FILE", type=named, help="the dump to read (-: standard input)")
     p.add_argument("--as", dest="as_kb", metavar="KB",
                    help="restore it under this ID (default: the ID it was dumped from)")
 

@@ -83,6 +83,9 @@ def build_parser():
 
 def check_args(parser, args):
     """Refuse a command line that cannot work, naming the argument."""
+    if not args.db:
+        parser.error("argument --db: an empty name: name the store (a file or a postgresql:// "
+                     "URL)")
     if not args.actor.strip() or len(args.actor) > ACTOR_MAX:
         parser.error("argument --actor: a name of 1 to %d characters, got %r"
                      % (ACTOR_MAX, args.actor[:ACTOR_MAX + 1]))
@@ -223,7 +226,7 @@ def oauth_settings(args):
             "oauth_client_secret": secret if args.oauth_client_id else None}
 
 
-def serve_http(args, secret):
+def serve_http(args, secret, oauth):
     """Serve Streamable HTTP until SIGINT or SIGTERM; returns the exit code."""
     try:
         from .http.guards import is_loopback
@@ -241,7 +244,7 @@ def serve_http(args, secret):
         authorization_server=args.authorization_server, session_timeout=args.session_timeout,
         sessions_per_token=args.sessions_per_token, keepalive=args.keepalive,
         subscriptions_per_token=args.subscriptions_per_token, public_url=args.public_url,
-        access_log=args.log_format == "json", **oauth_settings(args))
+        access_log=args.log_format == "json", **oauth)
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
                   max_connections=args.max_connections)
     if not is_loopback(args.host):
@@ -270,9 +273,11 @@ def run(parser, args):
     check_args(parser, args)
     logging.config.dictConfig(log_config(args.log_format, args.log_file))
     open_store(args).close()
+    # The issuer is reached before anything is logged: a wrong one is the only line.
+    oauth = oauth_settings(args) if args.http else {}
     secret = signing_secret(args)
     if args.http:
-        return serve_http(args, secret)
+        return serve_http(args, secret, oauth)
     pool = StorePool(args.db, readers=args.threads, writers=max(1, args.threads // 2),
                      queued_edits=args.queued_edits)
     dispatch = Dispatch(pool, secret, args.approval_ttl, args.public_url)

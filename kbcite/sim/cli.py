@@ -87,6 +87,8 @@ def file_error(path):
 
 def directory_error(path, what="keep databases", suffix=".db"):
     """Why the run cannot ``what`` in directory ``path`` (made if missing), or ``None``."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        return "cannot %s in %s: it is a file, not a folder" % (what, path)
     try:
         os.makedirs(path, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix="sim-probe-", suffix=suffix, dir=path)
@@ -186,7 +188,9 @@ def main(argv=None, prog=None):
                                ("--plots", args.plots, plots_error),
                                ("--db-dir", args.db_dir, directory_error),
                                ("--db", args.db, database_error)):
-        problem = value and error(value)
+        # An empty value (an unset variable in a script) is refused, not taken as none.
+        problem = "an empty name: name a file, folder or URL" if value == "" else \
+            value and error(value)
         if problem:
             parser.error("%s: %s" % (name, problem))
     if args.db and args.db_dir:
