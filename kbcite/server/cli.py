@@ -83,7 +83,7 @@ def build_parser():
 
 def check_args(parser, args):
     """Refuse a command line that cannot work, naming the argument."""
-    if not args.db:
+    if args.db == "":
         parser.error("argument --db: an empty name: name the store (a file or a postgresql:// "
                      "URL)")
     if not args.actor.strip() or len(args.actor) > ACTOR_MAX:
