@@ -1,6 +1,7 @@
-"""bench/web_pages.py stays runnable: a tiny store prints every page's row, and a bad argument
-is refused before anything is built."""
+"""bench/web_pages.py and bench/web_mcp_load.py stay runnable: a tiny store prints every
+page's row (every round's), and a bad argument is refused before anything is built."""
 
+import json
 import subprocess
 import sys
 
@@ -29,5 +30,31 @@ def test_web_pages_prints_every_page_row():
 ])
 def test_web_pages_refuses_bad_arguments(args, needle):
     done = subprocess.run([sys.executable, "bench/web_pages.py"] + args, cwd=str(ROOT),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and needle in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+def test_web_mcp_load_prints_a_round_and_its_verdict():
+    done = subprocess.run([sys.executable, "bench/web_mcp_load.py", "--articles", "60",
+                           "--edited", "3", "--agents", "1", "--browsers", "2", "--seconds",
+                           "1", "--rounds", "1", "--json"],
+                          cwd=str(ROOT), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    [one] = result["rounds_data"]
+    assert one["alone"]["calls"] > 0 and one["with"]["calls"] > 0
+    assert one["with"]["page_loads_per_s"] > 0 and "page_loads_per_s" not in one["alone"]
+    assert one["alone"]["errors"] == one["with"]["errors"] == 0
+    assert result["ratio"] == round(one["with"]["mcp_p99_ms"] / one["alone"]["mcp_p99_ms"], 3)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--browsers", "0"], "argument --browsers: must be at least 1"),
+    (["--think", "-1"], "argument --think: must be 0 or more"),
+    (["--articles", "5", "--edited", "6"], "argument --edited: must be at most --articles"),
+])
+def test_web_mcp_load_refuses_bad_arguments(args, needle):
+    done = subprocess.run([sys.executable, "bench/web_mcp_load.py"] + args, cwd=str(ROOT),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and needle in done.stderr, done.stderr
