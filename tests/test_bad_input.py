@@ -213,3 +213,10 @@ def test_the_bad_input_table_runs_and_its_dump_cases_are_clear(tmp_path):
     table = json.loads(out.read_text())
     assert table["summary"]["cases"] >= 5
     assert all(row["clear"] and row["unchanged"] for row in table["rows"])
+
+
+def test_a_sqlite_address_with_four_slashes_names_the_absolute_path(db):
+    code, out, err = run_kb(["--db", "sqlite:///" + db, "list", KB])  # sqlite:////tmp/...
+    assert code == 0 and "art-000001" in out, err
+    code, out, err = run_kb(["--db", "sqlite://" + db, "list", KB])  # the documented form
+    assert code == 0 and "art-000001" in out, err

@@ -42,7 +42,10 @@ def sqlite_path(address):
     """The file path (or ``:memory:``) of an address: a path, or ``sqlite:///path``."""
     if address.startswith("sqlite://"):
         path = address[len("sqlite://"):]
-        # sqlite:///abs/path and sqlite:///:memory: (three slashes: an empty host)
+        # sqlite:///abs/path and sqlite:///:memory: (three slashes: an empty host); four,
+        # as SQLAlchemy writes an absolute path, name the same file (not a URI authority).
+        if path.startswith("//"):
+            path = "/" + path.lstrip("/")
         return path[1:] if path.startswith("/:memory:") else path or ":memory:"
     return address
 
