@@ -310,6 +310,21 @@ def test_a_merge_with_one_side_unchanged_is_the_other_side_for_random_texts():
         assert merge(base, other, other, "s", "f").text == other
 
 
+def test_two_hundred_scattered_changes_a_side_still_merge_line_by_line():
+    rng = random.Random(3)
+    lines = ["line %d of a long page" % i for i in range(16000)]
+    store_lines, file_lines = list(lines), list(lines)
+    mine = set(rng.sample(range(16000), 200))
+    for i in mine:
+        store_lines[i] += " (store)"
+    for i in set(rng.sample(range(16000), 200)) - mine:
+        file_lines[i] += " (file)"
+    result = merge("\n".join(lines), "\n".join(store_lines), "\n".join(file_lines), "s", "f")
+    assert result.conflicts == 0
+    assert result.text == "\n".join(
+        s if s != line else f for s, f, line in zip(store_lines, file_lines, lines))
+
+
 def test_a_merge_is_bounded_and_exact_past_the_diffs_budget():
     base = "\n".join("line %d" % i for i in range(20000))
     # Every other line changed on one side, the others on the other: far past the budget.
