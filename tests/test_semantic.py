@@ -260,3 +260,45 @@ def test_a_mode_other_than_auto_on_off_is_refused():
     with pytest.raises(ValueError, match="KBCITE_SEMANTIC"):
         embedding.mode("sometimes")
     assert not Semantic.opened(None).on
+
+
+def _served(tmp_path, monkeypatch, mode, pythonpath=None):
+    """A stdio server on a small store, started with KBCITE_SEMANTIC=mode: the words of its
+    start, its search tool's description, the matches of a search."""
+    from support.stdio_client import Client, make_db, structured
+    monkeypatch.setenv("KBCITE_SEMANTIC", mode)
+    db = make_db(tmp_path / "served.db")
+    if pythonpath:
+        monkeypatch.setenv("PYTHONPATH", pythonpath)
+    client = Client(db.path)
+    try:
+        client.initialize()
+        tools = client.call("tools/list")["result"]["tools"]
+        described = next(t["description"] for t in tools if t["name"] == "search_knowledge_base")
+        found = structured(client.tool("search_knowledge_base", knowledge_base_id="support",
+                                       query="reset my login secret"))
+        assert client.close() == 0
+        said = [line for line in client.stderr().splitlines() if "search: " in line]
+        return said, described, [(h["title"], h["match"]) for h in found["results"]]
+    finally:
+        client.kill()
+
+
+@pytest.mark.slow
+@needs_model
+def test_a_server_with_the_half_says_so_at_start_and_in_its_tool(tmp_path, monkeypatch):
+    said, described, hits = _served(tmp_path, monkeypatch, "auto")
+    assert len(said) == 1 and "search: hybrid" in said[0]
+    assert described.endswith(SEARCH_HYBRID)
+    assert hits[0] == ("Resetting your password", "both")
+
+
+@pytest.mark.slow
+def test_a_server_whose_model_fails_says_one_line_naming_the_extra(tmp_path, monkeypatch):
+    fake = tmp_path / "site" / "wordllama"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    said, described, hits = _served(tmp_path, monkeypatch, "on", str(tmp_path / "site"))
+    assert len(said) == 1 and "search: lexical only" in said[0] and embedding.EXTRA in said[0]
+    assert described.endswith(SEARCH_LEXICAL)
+    assert all(match == "lexical" for _, match in hits)

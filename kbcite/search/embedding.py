@@ -37,9 +37,6 @@ EMBED_CHARS = 4000
 # words of a write are looked up, not tokenized.
 WORD_CACHE_MAX = 200000
 
-# The thread counts of the BLAS libraries numpy may be built with (see ``_load``).
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
 # What to install for the semantic half, named in the line said when it is missing.
 EXTRA = 'pip install "kbcite[semantic]"'
 
@@ -171,13 +168,8 @@ def _load():
         if root is None:
             return None, "the semantic half is not installed (%s)" % EXTRA
         # The tokenizers library would start threads of its own for a batch; one is enough
-        # for a handful of words, and the server has its own threads. So is one BLAS thread
-        # for a search's small matrix products: on a busy machine OpenBLAS's threads wait for
-        # a core (10,000 articles: nearest vectors 12.5 ms at the median with its threads,
-        # 1.2 ms with one). It takes effect where numpy is not yet imported.
+        # for a handful of words, and the server has its own threads.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        for variable in BLAS_THREADS:
-            os.environ.setdefault(variable, "1")
         return Embedder.from_files(root), None
     except Exception as exc:  # a missing file, a damaged one, a library that will not load
         return None, "the semantic model did not load (%s: %s); reinstall with %s" % (

@@ -26,11 +26,10 @@ class VectorSQL:
         """Store ``(pk, vector bytes)`` items, replacing what the articles had."""
         if not items:
             return
-        self.execute_many("DELETE FROM article_vectors WHERE kb_pk = ? AND pk = ?",
-                          [(kb_pk, pk) for pk, _ in items])
         self.execute_many("INSERT INTO article_vectors (kb_pk, pk, model, vector) "
-                          "VALUES (?, ?, ?, ?)", [(kb_pk, pk, model, vector)
-                                                  for pk, vector in items])
+                          "VALUES (?, ?, ?, ?) ON CONFLICT (kb_pk, pk) DO UPDATE SET "
+                          "model = excluded.model, vector = excluded.vector",
+                          [(kb_pk, pk, model, vector) for pk, vector in items])
         self._vectors_moved(kb_pk)
 
     def vectors_delete(self, kb_pk, pks):
