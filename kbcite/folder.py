@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from .errors import InvalidArgument, ToolError
 from .markdown import SourceDocument, fallback_title, parse_document, read_utf8_file
+from .threeway import conflict_left, pending_path
 from .validation import check_new_article
 
 EXTENSIONS = (".md", ".markdown")
@@ -276,6 +277,11 @@ def read_folder(directory, progress=None):
             text = read_utf8_file(path, source, "directory")
             stem = os.path.basename(source)
             stem = stem[:-len(".markdown")] if stem.lower().endswith(".markdown") else stem[:-3]
+            waiting = os.path.exists(pending_path(path)) and conflict_left(text, True)
+            if waiting:  # kb merge's markers, a code block's too, while its merge waits
+                raise ValueError("it still holds the conflict kb merge wrote, at line %d (%s): "
+                                 "resolve it and run kb merge again" % (waiting[0],
+                                                                        waiting[1][:60]))
             title, content, meta = parse_document(text, fallback_title(stem))
             check_new_article(title, content, "title", "content")
         except (ValueError, ToolError) as exc:

@@ -19,6 +19,7 @@ change is one block between the common beginning and end: still exact, only coar
 sides' changes then meet in one conflict instead of merging. Pure text work: no I/O.
 """
 
+import os
 from dataclasses import dataclass
 
 from . import changes, linediff
@@ -31,6 +32,9 @@ FILE_MARK = ">>>>>>>"
 # citation check): some two hundred changed lines a side, scattered through a 1 MiB page,
 # still merge exactly, in under a second (0.9 s at load 8 on 2 CPUs); past that, one block.
 MERGE_STEPS = 5 * changes.DIFF_MAX_STEPS
+# Beside a file that holds a merge's conflict markers: what the merge needs to go on (the
+# store version the markers were written against) and the file's text before it.
+PENDING_SUFFIX = ".kb-merge"
 # The fences of Markdown code blocks: git's markers shown inside one (a page about git) are
 # text, not a conflict left behind.
 _FENCES = ("```", "~~~")
@@ -118,15 +122,22 @@ def marker_block(store_lines, file_lines, store_label, file_label):
         list(file_lines) + ["%s %s" % (FILE_MARK, file_label)]
 
 
+def pending_path(path):
+    """Where the record of a conflict ``kb merge`` left in ``path`` is kept: ``.NAME.kb-merge``
+    beside it (a dot-file an import never reads)."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, "." + name + PENDING_SUFFIX)
+
+
 def _is_mark(line, mark):
     return line == mark or line.startswith(mark + " ")
 
 
-def conflict_left(text):
+def conflict_left(text, everywhere=False):
     """``(line number, line)`` of the first conflict left in ``text``: a ``<<<<<<<`` line
-    followed by ``=======`` and ``>>>>>>>`` lines. A merge's own (``<<<<<<< store``) is found
-    anywhere; git's others only outside fenced code blocks, where a page may show them. None
-    where there is none."""
+    followed by ``=======`` and ``>>>>>>>`` lines, outside fenced code blocks (where a page
+    may show them, as this project's docs do); ``everywhere`` (a file with a merge waiting
+    beside it) inside them too. None where there is none."""
     lines = text.splitlines()
     fence = None
     for number, line in enumerate(lines, 1):
@@ -137,8 +148,7 @@ def conflict_left(text):
         if fence is not None and stripped.startswith(fence):
             fence = None
             continue
-        ours = line.startswith(STORE_MARK + " store")
-        if not _is_mark(line, STORE_MARK) or (fence is not None and not ours):
+        if not _is_mark(line, STORE_MARK) or (fence is not None and not everywhere):
             continue
         rest = lines[number:]
         split = next((i for i, later in enumerate(rest) if later == SPLIT_MARK), None)

@@ -3,13 +3,13 @@ conflicts marked in the file for a person, refused until resolved; the three-way
 and ``kb add``/``kb save --file`` reading Markdown as import does."""
 
 import json
+import os
 import random
 
 import pytest
 
 from kbcite import KBStore
-from kbcite.cli import merge as merge_cli
-from kbcite.threeway import conflict_left, merge
+from kbcite.threeway import conflict_left, merge, pending_path
 from support.cli import run_kb
 from support.files import write
 
@@ -170,7 +170,8 @@ def test_overlapping_changes_are_marked_in_the_file_and_nothing_is_written(where
         % (store_side["updated_at"], path))
     # The markers are refused until resolved: by a merge, an import, an edit from the file.
     assert "line 5" in kb(where, "merge", KB, article, "--file", path, status=1)
-    assert "still holds a merge conflict" in kb(where, "import", KB, path.parent, status=1)
+    assert "still holds the conflict kb merge wrote" in kb(where, "import", KB, path.parent,
+                                                           status=1)
     assert "still holds a merge conflict" in kb(
         where, "edit", KB, article, "--expected-version", store_side["updated_at"], "--file",
         path, status=1)
@@ -191,7 +192,7 @@ def test_rerunning_after_resolving_merges_from_the_conflicts_store_version(where
     assert merged == ("Make one with tar -c.\n\nList with tar -t (or --list).\n\n"
                       "Extract an archive.")
     assert path.read_text() == "# Tar\n\n" + merged + "\n"
-    assert not (path.parent / (".tar.md" + merge_cli.PENDING_SUFFIX)).exists()
+    assert not os.path.exists(pending_path(str(path)))
     assert json.loads(kb(where, "--json", "import", KB, path.parent))["counts"]["unchanged"] == 1
 
 
@@ -341,7 +342,8 @@ def test_conflict_markers_are_found_outside_code_and_ours_inside_it():
     assert conflict_left("How git shows it:\n\n```\n" + git + "```\n") is None
     assert conflict_left("    <<<<<<< HEAD\n    =======\n    >>>>>>> b\n") is None
     ours = "```\n<<<<<<< store V\nx\n=======\ny\n>>>>>>> file F\n```\n"
-    assert conflict_left(ours) == (2, "<<<<<<< store V")
+    assert conflict_left(ours) is None  # a page showing kb merge's markers, as docs/cli.md does
+    assert conflict_left(ours, everywhere=True) == (2, "<<<<<<< store V")
     assert conflict_left("<<<<<<< not closed\n=======\n") is None
 
 
@@ -403,3 +405,35 @@ def test_a_pruned_history_still_merges_from_the_imports_version(where, page):
     path.write_text(PAGE.replace("Make an archive.", "Make one."))
     kb(where, "merge", KB, article, "--file", path)
     assert current(where, article)["content"] == "Make one.\n\nList two.\n\nExtract an archive."
+
+
+def test_a_conflict_inside_a_code_block_is_refused_while_its_merge_waits(where, tmp_path):
+    kb(where, "init", KB)
+    folder = tmp_path / "docs"
+    page = write(folder, "cmd.md", "# Cmd\n\n```\nrun one\n```\n\nDone.\n")
+    kb(where, "import", KB, folder)
+    with KBStore(where) as store:
+        article = store.list_articles(KB)[0]["article_id"]
+    agent_edit(where, article, "run one", "run two")
+    page.write_text("# Cmd\n\n```\nrun three\n```\n\nDone.\n")
+    kb(where, "merge", KB, article, "--file", page, status=3)
+    assert "```\n<<<<<<< store" in page.read_text()  # the markers are inside the fence
+    assert "still holds the conflict kb merge wrote" in kb(where, "merge", KB, article,
+                                                           "--file", page, status=1)
+    assert "still holds the conflict kb merge wrote" in kb(where, "import", KB, folder,
+                                                           status=1)
+    page.write_text("# Cmd\n\n```\nrun two or three\n```\n\nDone.\n")
+    kb(where, "merge", KB, article, "--file", page)
+    assert current(where, article)["content"] == "```\nrun two or three\n```\n\nDone."
+
+
+def test_this_projects_cli_page_with_its_conflict_example_imports(where, tmp_path):
+    kb(where, "init", KB)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    docs = os.path.join(os.path.dirname(__file__), "..", "docs", "cli.md")
+    with open(docs, encoding="utf-8") as fh:
+        text = fh.read()
+    assert "<<<<<<< store" in text
+    write(folder, "cli.md", text)
+    assert json.loads(kb(where, "--json", "import", KB, folder))["counts"]["create"] == 1

@@ -21,20 +21,9 @@ from ..errors import VersionConflict
 from ..exporter import write_atomically
 from ..importer import normalized
 from ..markdown import fallback_title, format_like, parse_document, read_utf8_file
-from ..threeway import marker_block, merge
+from ..threeway import conflict_left, marker_block, merge, pending_path
 from .messages import CommandError, Conflict
 from .output import print_json, stale
-
-# Beside a file that holds a merge's conflict markers: what the merge needs to go on (the
-# store version the markers were written against) and the file's text before it.
-PENDING_SUFFIX = ".kb-merge"
-
-
-def pending_path(path):
-    """Where the record of a conflict left in ``path`` is kept: ``.NAME.kb-merge`` beside it."""
-    folder, name = os.path.split(path)
-    return os.path.join(folder, "." + name + PENDING_SUFFIX)
-
 
 def read_pending(path, kb_id, article_id):
     """The conflict record beside ``path`` for this article, or None (none, or another's)."""
@@ -131,6 +120,13 @@ def cmd_merge(store, args, out):
                            "file, or add --yes to replace it" % args.output, argument="--output")
     original, file_title, body, meta = _read(args.file)
     pending = read_pending(args.file, args.kb, args.article)
+    left = conflict_left(original, everywhere=True) if pending is not None else None
+    if left is not None:  # the merge's own markers, inside a code block too
+        raise CommandError("--file %s cannot be merged: it still holds the conflict kb merge "
+                           "wrote, at line %d (%s): keep the lines you want, delete the "
+                           "marker lines, then run kb merge again" % (args.file, left[0],
+                                                                      left[1][:60]),
+                           argument="--file")
     base, base_from = _base(args, meta, pending)
     sides = store.merge_sides(args.kb, args.article, base)
     current, base = sides["current"], sides["base"]
@@ -270,7 +266,8 @@ def abort(args, out):
     record = read_pending(args.file, args.kb, args.article)
     if record is None:
         raise CommandError("no merge of article %s is waiting in %s (there is no %s): nothing "
-                           "to abort" % (args.article, args.file, pending_path(args.file)),
+                           "to abort" % (args.article, args.file,
+                                         pending_path(args.file)),
                            argument="--abort")
     now = read_utf8_file(args.file, "--file %s" % args.file, "--file") \
         if os.path.exists(args.file) else None
