@@ -69,8 +69,9 @@ _kb() {
 %(cases)s
         *) opts="" ;;
     esac
-    # Where the word is an ID the store has, offer those alone, not the options beside them.
-    case "$cur" in -*) ids="" ;; *) ids="$(_kb_ids)" ;; esac
+    # Where the word is an ID the store has, offer those alone, not the options beside them;
+    # an option or a path (an ID has no /) asks no store.
+    case "$cur" in -*|*/*|"~"*) ids="" ;; *) ids="$(_kb_ids)" ;; esac
     [ -n "$ids" ] && opts="$ids"
     COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }
