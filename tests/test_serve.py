@@ -153,6 +153,15 @@ def test_a_bad_environment_variable_is_one_line_naming_it(folder, env, message):
     assert err.startswith("kb serve: error: " + message), err
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--port", "70000"], "argument --port: must be an integer from 0 to 65535, got 70000"),
+    (["--host", ""], "argument --host: must be a non-empty string, got ''"),
+])
+def test_a_bad_host_or_port_flag_names_the_flag(folder, argv, message):
+    status, out, err = run_kb(["serve", "--db", "kb.sqlite3"] + argv)
+    assert status == 1 and out == "" and err.strip() == "kb serve: error: " + message
+
+
 def test_no_store_and_a_missing_config_file_say_what_to_do(folder):
     status, _, err = run_kb(["serve"])
     assert status == 1

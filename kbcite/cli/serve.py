@@ -67,6 +67,14 @@ def resolve(args, environ, folder):
                         if dest != "db" and hasattr(args, dest)})]
     if args.db_flag:
         layers[-1][1]["db"] = args.db_flag
+    table = settings.keys()
+    for name in ("host", "port"):  # kb-server's own checks would name its --http
+        if hasattr(args, name):
+            try:
+                table[name].check(getattr(args, name))
+            except ValueError as exc:
+                raise settings.ConfigError("argument --%s: must be %s, got %r"
+                                           % (name, exc, getattr(args, name))) from None
     for source, layer in layers:
         values.update(layer)
         sources.update(dict.fromkeys(layer, source))
