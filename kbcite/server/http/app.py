@@ -177,9 +177,10 @@ class McpApp:
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 
-    async def on_thread(self, req, fn, *args):
-        """What ``fn(*args)`` returns, run on a worker thread, at most ``max_requests`` at once
-        (503 when full); a Refusal it raises is raised here."""
+    async def on_thread(self, req, fn, *args, threads=None):
+        """What ``fn(*args)`` returns, run on a worker thread (of ``threads``, or the app's),
+        at most ``max_requests`` at once (503 when full); a Refusal it raises is raised
+        here."""
         if self._in_progress >= self.settings.max_requests:
             quiet.info("full", "refused a request from %s: %d requests are in progress",
                        req.client, self._in_progress)
@@ -187,6 +188,6 @@ class McpApp:
                                        "shortly"), [(b"Retry-After", b"%d" % RETRY_AFTER_S)])
         self._in_progress += 1
         try:
-            return await self.threads.run(asyncio.get_running_loop(), fn, *args)
+            return await (threads or self.threads).run(asyncio.get_running_loop(), fn, *args)
         finally:
             self._in_progress -= 1

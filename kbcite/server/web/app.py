@@ -14,12 +14,18 @@ import os
 from urllib.parse import parse_qs, quote
 
 from ...errors import ToolError
+from ..http.threads import Threads
 from . import auth, routes
 from .render import Renderer
 from .responses import Refused, Response, redirect
 from .views import live
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
+
+# Pages rendered at once per process, on threads of their own: more wait their turn, so that
+# however many browsers load pages, an agent's /mcp call is never queued behind them and
+# shares the interpreter with at most this many (bench/web_mcp_load.py, performance.md 10).
+PAGE_THREADS = 2
 
 # A form carries at most a 1 MiB article with its title: URL-encoding triples a byte at worst.
 MAX_FORM = 4 * 1024 * 1024
@@ -93,6 +99,7 @@ class WebPages:
         self.sessions = auth.WebSessions(mcp.auth, mcp.settings)
         self._not_found = self.renderer.page("not_found.html", person=None, csrf=None)
         self._files = {}  # static/'s files, read once
+        self.threads = Threads(PAGE_THREADS, "kb-web")
 
     def not_found(self):
         """The 404 page, the same bytes for whatever is missing or not granted."""
@@ -148,8 +155,10 @@ class WebPages:
             page = Page(self, req, params, query, form, person)
             await live.stream(self, page, receive, send)
             return None
-        # At most the app's max_requests at once, pages and /mcp together (503 past it).
-        return await self.mcp.on_thread(req, self._view, req, route, params, query, form)
+        # At most the app's max_requests at once, pages and /mcp together (503 past it), and
+        # the pages on threads of their own.
+        return await self.mcp.on_thread(req, self._view, req, route, params, query, form,
+                                        threads=self.threads)
 
     def _person(self, req, route, form):
         """On a worker thread: who is signed in, and whether this request may go on."""
