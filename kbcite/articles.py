@@ -90,10 +90,11 @@ def transaction(db):
 
 
 def write(ctx, kb, row, *, content, title, published, action, actor=None, summary=None,
-          text_pk=None, approver=None):
+          text_pk=None, approver=None, issuer=None):
     """Save new text and visibility for one article in the caller's write transaction;
     version, index, event and history follow. ``text_pk`` names a stored text that already
-    holds ``content`` (a revert's). Returns ``(updated_at, event or None)``."""
+    holds ``content`` (a revert's); ``issuer``, the team issuer that vouched for ``actor``.
+    Returns ``(updated_at, event or None)``."""
     db = ctx.db
     version_us = next_version(row["version_us"], ctx.now_us())
     updated_at = format_version(version_us)
@@ -118,11 +119,11 @@ def write(ctx, kb, row, *, content, title, published, action, actor=None, summar
     history.record(db, kb, row["pk"], version_us, updated_at, action=action,
                    published=published, title=title, text_pk=text_pk,
                    size=len(content.encode("utf-8")), event=event, actor=actor,
-                   summary=summary, approver=approver)
+                   summary=summary, approver=approver, issuer=issuer)
     return updated_at, event
 
 
-def insert(ctx, kb, items, published, *, action="create", actor=None):
+def insert(ctx, kb, items, published, *, action="create", actor=None, issuer=None):
     """Insert new ``(title, content, source)`` articles in the caller's transaction, in
     order: IDs, versions, texts, index, events and history; returns their IDs."""
     db = ctx.db
@@ -150,7 +151,7 @@ def insert(ctx, kb, items, published, *, action="create", actor=None):
         "sequence": event["sequence"] if event else None,
         "event": event["type"] if event else None, "published": int(published),
         "title": row[1], "text_pk": row[2], "bytes": len(item[1].encode("utf-8")),
-        "actor": actor, "summary": None, "approver": None}
+        "actor": actor, "summary": None, "approver": None, "actor_issuer": issuer}
         for pk, row, item, event in zip(pks, rows, items, appended)])
     return [row[0] for row in rows]
 
@@ -252,14 +253,14 @@ def _revert_print(kb_id, article_id, to_us, expected_us, actor, summary):
 
 
 def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, summary=None,
-           idempotency_key=None):
+           idempotency_key=None, issuer=None):
     """A new version of an article holding version ``to_version``'s title and content, made
     only if the article is still at ``expected_version`` (a compare-and-swap, one event), its
     history row's action ``revert``; returns ``(updated_at, event, replayed)``. Its
     visibility stays as it is. ``idempotency_key``, as an edit's: the same revert sent again
     answers the first one's result and writes nothing (a double click); another request under
     it is refused."""
-    history.check_actor(actor, summary)
+    history.check_actor(actor, summary, issuer)
     if idempotency_key is not None:
         check_people_string(idempotency_key, "idempotency_key", KEY_MAX)
     db = ctx.db
@@ -288,7 +289,8 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
                                     agents=False)
         updated_at, event = write(ctx, kb, row, content=content, title=old["title"],
                                   published=bool(row["published"]), action="revert",
-                                  actor=actor, summary=summary, text_pk=old["text_pk"])
+                                  actor=actor, summary=summary, text_pk=old["text_pk"],
+                                  issuer=issuer)
         if idempotency_key is not None:
             now_us = ctx.now_us()
             db.idempotency_put(kb["pk"], idempotency_key, print_,
@@ -298,11 +300,12 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
         return updated_at, event, False
 
 
-def delete(ctx, kb_id, article_id, actor=None):
+def delete(ctx, kb_id, article_id, actor=None, issuer=None):
     """Remove an article for good: its text, its whole history, its place in the index. A
     published one leaves an ``article.deleted`` event, so its citations come back gone; a
-    draft's deletion, like its saves, writes none. Returns the event, or None."""
-    history.check_actor(actor, None)
+    draft's deletion, like its saves, writes none. The event records who deleted it (no
+    version is left to). Returns the event, or None."""
+    history.check_actor(actor, None, issuer)
     db = ctx.db
     with db.write():
         kb = access.knowledge_base(db, kb_id, lock=True)
@@ -312,6 +315,7 @@ def delete(ctx, kb_id, article_id, actor=None):
             index.reindex(db, kb, row["pk"], True, row["title"], row["content"], False,
                           ctx.semantic)
             updated_at = format_version(next_version(row["version_us"], ctx.now_us()))
-            event = events.append(db, kb, [(EVENT_DELETED, row["article_id"], updated_at)])[0]
+            event = events.append(db, kb, [(EVENT_DELETED, row["article_id"], updated_at)],
+                                  actor=actor, issuer=issuer)[0]
         db.article_delete(kb["pk"], row["pk"])
     return event

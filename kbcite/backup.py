@@ -12,6 +12,7 @@ sessions, edits' idempotency keys, proposals awaiting review).
 from . import access
 from .engines.sql.history import VERSION_COLUMNS
 from .errors import InvalidArgument
+from .limits import EVENT_DELETED
 from .search import index
 from .validation import check_kb_id, check_people_string
 from .versions import parse_version
@@ -47,6 +48,11 @@ def dump(ctx, kb_id):
             if len(page) < 1000:
                 break
             after = page[-1]["sequence"]
+        # A deletion's event keeps who deleted (no version is left to say so).
+        own = db.event_actors(kb["pk"], [e["sequence"] for e in log
+                                         if e["type"] == EVENT_DELETED])
+        log = [dict(e, **{k: own[e["sequence"]][k] for k in ("actor", "actor_issuer")})
+               if e["sequence"] in own else e for e in log]
     articles = [{
         "article_id": row["article_id"], "source": row["source"],
         "import_version": row["import_version"], "published": bool(row["published"]),

@@ -19,7 +19,7 @@ from .tools import citation
 from .versions import parse_version
 
 
-def check(ctx, args, granted, actor=None):
+def check(ctx, args, granted, actor=None, issuer=None):
     """The ``check_citations`` tool."""
     cited = args["citations"]
     versions = []

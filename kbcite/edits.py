@@ -66,8 +66,9 @@ def checks(ctx, args, granted, lock):
     return kb, row, print_, None
 
 
-def edit(ctx, args, granted, actor=None):
-    """The ``edit_knowledge_article`` tool; ``actor`` is recorded as who made the version."""
+def edit(ctx, args, granted, actor=None, issuer=None):
+    """The ``edit_knowledge_article`` tool; ``actor`` (with the ``issuer`` that vouched for
+    them) is recorded as who made the version."""
     db = ctx.db
     with articles.transaction(db):
         kb, row, print_, stored = checks(ctx, args, granted, lock=True)
@@ -76,7 +77,7 @@ def edit(ctx, args, granted, actor=None):
         title = args.get("title", row["title"])
         updated_at, event = articles.write(
             ctx, kb, row, content=args["content"], title=title, published=True,
-            action="edit", actor=actor, summary=args.get("summary"),
+            action="edit", actor=actor, summary=args.get("summary"), issuer=issuer,
         )
         kb_id = kb["kb_id"]
         result = {

@@ -23,14 +23,16 @@ def gap_error(kb, missing, head):
         retryable=False)
 
 
-def append(db, kb, items):
+def append(db, kb, items, actor=None, issuer=None):
     """Append events ``(type, article_id, updated_at)``, in order, in the caller's write
-    transaction (under the knowledge base's lock); returns them as event dicts."""
+    transaction (under the knowledge base's lock); returns them as event dicts. ``actor`` and
+    its ``issuer``: who made events no version records (a deletion), kept with them."""
     first = db.kb_next(kb["pk"], "head_sequence", len(items))
     events = [{"sequence": first + i, "type": type_, "article_id": article_id,
                "updated_at": updated_at}
               for i, (type_, article_id, updated_at) in enumerate(items)]
-    db.events_insert(kb["pk"], events)
+    db.events_insert(kb["pk"], [dict(e, actor=actor, actor_issuer=issuer) for e in events]
+                     if actor is not None else events)
     # Delivered at commit, exactly when the events become readable (PostgreSQL's NOTIFY).
     db.events_notify(kb["pk"], events[-1]["sequence"])
     return events
@@ -58,7 +60,7 @@ def with_proposals(db, kb, page):
             if e["type"] in PROPOSAL_EVENTS and e["sequence"] in found else e for e in page]
 
 
-def poll(ctx, args, granted, actor=None):
+def poll(ctx, args, granted, actor=None, issuer=None):
     """The ``poll_resource_events`` tool: the next page of a granted knowledge base's log."""
     resource_type = args["resource_type"]
     if resource_type != "knowledge_base":

@@ -16,31 +16,36 @@ from datetime import timedelta
 from . import access
 from . import events as events_module
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
-from .limits import ACTOR_MAX, EVENTS_LIMIT_MAX, KEEP_DAYS_MAX, PROPOSAL_EVENTS, SUMMARY_MAX
+from .limits import (ACTOR_MAX, EVENT_DELETED, EVENTS_LIMIT_MAX, ISSUER_MAX, KEEP_DAYS_MAX,
+                     PROPOSAL_EVENTS, SUMMARY_MAX)
 from .validation import check_people_string, int_text, json_type
 from .versions import format_version, parse_version
 
 DAY_US = timedelta(days=1) // timedelta(microseconds=1)
 
 
-def check_actor(actor, summary):
-    """Refuse an actor or a summary that is not a short string (None is allowed: unknown)."""
+def check_actor(actor, summary, issuer=None):
+    """Refuse an actor, an issuer or a summary that is not a short string (None is allowed:
+    unknown, or no issuer)."""
     if actor is not None:
         check_people_string(actor, "actor", ACTOR_MAX)
+    if issuer is not None:
+        check_people_string(issuer, "issuer", ISSUER_MAX)
     if summary is not None:
         check_people_string(summary, "summary", SUMMARY_MAX)
 
 
 def record(db, kb, article_pk, version_us, updated_at, *, action, published, title, text_pk,
-           size, event=None, actor=None, summary=None, approver=None):
+           size, event=None, actor=None, summary=None, approver=None, issuer=None):
     """Append one version of an article to the history, in the caller's write transaction
-    (``approver``: the person who approved an agent's proposal)."""
+    (``approver``: the person who approved an agent's proposal; ``issuer``: the team issuer
+    that vouched for the actor)."""
     db.versions_insert(kb["pk"], [{
         "article_pk": article_pk, "version_us": version_us, "updated_at": updated_at,
         "action": action, "sequence": event["sequence"] if event else None,
         "event": event["type"] if event else None, "published": int(published),
         "title": title, "text_pk": text_pk, "bytes": size, "actor": actor,
-        "summary": summary, "approver": approver}])
+        "summary": summary, "approver": approver, "actor_issuer": issuer}])
 
 
 def not_found(kb, article_id, version):
@@ -89,7 +94,7 @@ def listing(db, kb_id, article_id):
     for row in rows:
         out.append({
             "updated_at": row["updated_at"], "action": row["action"], "actor": row["actor"],
-            "approver": row["approver"],
+            "actor_issuer": row["actor_issuer"], "approver": row["approver"],
             "event": row["event"], "sequence": row["sequence"],
             "published": bool(row["published"]), "title": row["title"], "bytes": row["bytes"],
             "bytes_change": row["bytes"] - previous["bytes"] if previous else row["bytes"],
@@ -157,16 +162,22 @@ def events(ctx, kb_id, after=0, limit=EVENTS_LIMIT_MAX):
         proposed = db.proposals_by_sequences(kb["pk"], [
             e["sequence"] for e in page["events"] if e["type"] in PROPOSAL_EVENTS]) \
             if any(e["type"] in PROPOSAL_EVENTS for e in page["events"]) else {}
+        own = db.event_actors(kb["pk"], [e["sequence"] for e in page["events"]
+                                         if e["type"] == EVENT_DELETED])
     out = []
     for e in page["events"]:
         if e["type"] in PROPOSAL_EVENTS:
             # A proposal's event was made by the agent (proposed) or a person (decided).
             row = proposed.get(e["sequence"]) or {}
-            out.append(dict(e, actor=row.get("actor") if e["type"] == "proposal.created"
-                            else e.get("decided_by")))
+            if e["type"] == "proposal.created":
+                out.append(dict(e, actor=row.get("actor"),
+                                actor_issuer=row.get("actor_issuer")))
+            else:
+                out.append(dict(e, actor=e.get("decided_by"), actor_issuer=None))
             continue
-        version = rows.get(keys[e["sequence"]]) or {}
-        event = dict(e, actor=version.get("actor"))
+        # A deletion records its own actor (the article's history went with it).
+        version = own.get(e["sequence"]) or rows.get(keys[e["sequence"]]) or {}
+        event = dict(e, actor=version.get("actor"), actor_issuer=version.get("actor_issuer"))
         if version.get("approver"):
             event["approver"] = version["approver"]
         out.append(event)

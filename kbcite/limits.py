@@ -7,7 +7,7 @@ snippet windows) lives beside the code it tunes, in ``kbcite.search``.
 from datetime import timedelta
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # The first schema with the semantic half's vectors: an upgrade from before it embeds the
 # store's articles where the model loads (else ``kb reindex`` does, later).
@@ -101,7 +101,10 @@ CITATIONS_MAX = 100
 # article's size, so 100 citations stay a reply a model can read.
 CHANGES_MAX_CHARS = 4000
 # Who made a version (a token's name, a person's login, "import") and why, as recorded.
-ACTOR_MAX = 64
+ACTOR_MAX = 256
+# The issuer recorded beside an actor is an issuer URL, which OAuth bounds nowhere: this is
+# longer than any real one, and keeps a row small.
+ISSUER_MAX = 1024
 SUMMARY_MAX = 200
 # The longest retention `kb history prune` takes: a hundred years.
 KEEP_DAYS_MAX = 36500

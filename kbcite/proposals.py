@@ -58,7 +58,7 @@ def _result(kb_id, row, event, replayed):
             "event": event, "replayed": replayed}
 
 
-def propose(ctx, args, granted, actor=None):
+def propose(ctx, args, granted, actor=None, issuer=None):
     """An edit kept as a proposal, checked as the edit would be; returns the tool's result."""
     db = ctx.db
     check_content(args["content"])
@@ -91,7 +91,7 @@ def propose(ctx, args, granted, actor=None):
                     "summary": args.get("summary"), "idempotency_key": args["idempotency_key"],
                     "fingerprint": print_, "created_at": format_version(now_us),
                     "created_us": now_us, "created_sequence": event["sequence"],
-                    "state": PENDING}
+                    "state": PENDING, "actor_issuer": issuer}
         proposal["pk"] = db.proposal_insert(kb["pk"], proposal)
         event["proposal_id"] = proposal["pk"]
         return _result(kb["kb_id"], proposal, event, False)
@@ -291,7 +291,8 @@ def approve(ctx, kb_id, number, approver, *, rebase=False, edited=None,
             content, title = _rebased(db, kb, row, article, rebase)
         updated_at, event = articles.write(
             ctx, kb, article, content=content, title=title, published=True, action="edit",
-            actor=row["actor"], summary=summary, approver=approver)
+            actor=row["actor"], summary=summary, approver=approver,
+            issuer=row["actor_issuer"])
         decided = events.append(db, kb, [("proposal.approved", row["article_id"],
                                           updated_at)])[0]
         db.proposal_decide(row["pk"], APPROVED, format_version(ctx.now_us()), approver, note,

@@ -12,7 +12,7 @@ from . import access, history
 from .tools import citation
 
 
-def read(ctx, args, granted, actor=None):
+def read(ctx, args, granted, actor=None, issuer=None):
     """The ``read_knowledge_article`` tool."""
     db = ctx.db
     with db.read():

@@ -43,7 +43,7 @@ from .validation import (
 
 log = logging.getLogger("kbcite.store")
 
-# Each tool's handler: ``handler(context, validated arguments, granted IDs, actor)``.
+# Each tool's handler: ``handler(context, validated arguments, granted IDs, actor, issuer)``.
 HANDLERS = {
     "search_knowledge_base": hits.search,
     "read_knowledge_article": reads.read,
@@ -179,10 +179,11 @@ class KBStore:
 
     # -- the agent's side ----------------------------------------------------------------------
 
-    def call_tool(self, name, arguments, *, granted, actor=None):
+    def call_tool(self, name, arguments, *, granted, actor=None, issuer=None):
         """Validate ``arguments`` against tool ``name``'s schema and run it; returns the result.
 
-        ``actor`` names the caller in the history of what it writes (a token's name, say)."""
+        ``actor`` names the caller in the history of what it writes (a token's name, say), and
+        ``issuer`` the team issuer that vouched for that name, if one did."""
         handler = self._handlers.get(name)
         if handler is None:
             raise InvalidArgument(
@@ -190,10 +191,10 @@ class KBStore:
                 argument="name"
             )
         granted = granted_set(granted)
-        history.check_actor(actor, None)
+        history.check_actor(actor, None, issuer)
         with tool_errors(self._db, name):
             return handler(self._ctx, validate_arguments(SCHEMAS[name], arguments), granted,
-                           actor)
+                           actor, issuer)
 
     def preview_edit(self, arguments, *, granted):
         """What an edit would do now, for an approval prompt; raises what the edit would raise."""
@@ -202,14 +203,14 @@ class KBStore:
             args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
             return edits.preview(self._ctx, args, granted)
 
-    def propose_edit(self, arguments, *, granted, actor=None):
+    def propose_edit(self, arguments, *, granted, actor=None, issuer=None):
         """An edit kept as a proposal for a person (writes mode review), checked as the edit
         would be; returns the tool's result, ``status: "proposed"`` (``kbcite.proposals``)."""
         granted = granted_set(granted)
-        history.check_actor(actor, None)
+        history.check_actor(actor, None, issuer)
         with tool_errors(self._db, "edit_knowledge_article"):
             args = validate_arguments(SCHEMAS["edit_knowledge_article"], arguments)
-            return proposals.propose(self._ctx, args, granted, actor)
+            return proposals.propose(self._ctx, args, granted, actor, issuer)
 
     # -- the agent's side: the catalogue (MCP resources and completions) -----------------------
 
@@ -340,13 +341,13 @@ class KBStore:
         return articles.set_published(self._ctx, kb_id, article_id, False, actor)
 
     def revert(self, kb_id, article_id, to_version, *, expected_version, actor=None,
-               summary=None, idempotency_key=None):
+               summary=None, idempotency_key=None, issuer=None):
         """A new version with ``to_version``'s title and content (action ``revert``), only if
         the article is still at ``expected_version``; returns ``{updated_at, event,
         replayed}`` (``idempotency_key``: sent again, the first answer, nothing written)."""
         updated_at, event, replayed = articles.revert(
             self._ctx, kb_id, article_id, to_version, expected_version, actor=actor,
-            summary=summary, idempotency_key=idempotency_key)
+            summary=summary, idempotency_key=idempotency_key, issuer=issuer)
         return {"updated_at": updated_at, "event": event, "replayed": replayed}
 
     def merge_sides(self, kb_id, article_id, base=None):
@@ -371,10 +372,10 @@ class KBStore:
         current one; returns how many (``kbcite.history.prune``)."""
         return history.prune(self._ctx, kb_id, keep_days, dry_run=dry_run)
 
-    def delete_article(self, kb_id, article_id, *, actor=None):
+    def delete_article(self, kb_id, article_id, *, actor=None, issuer=None):
         """Remove an article for good, text and history; returns the ``article.deleted`` event
-        a published one leaves (None for a draft)."""
-        return articles.delete(self._ctx, kb_id, article_id, actor)
+        a published one leaves (None for a draft), which records ``actor``."""
+        return articles.delete(self._ctx, kb_id, article_id, actor, issuer)
 
     def optimize(self, kb_id):
         """Compact a knowledge base's search index; worth it after bulk loads."""

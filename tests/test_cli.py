@@ -186,7 +186,8 @@ def test_search_read_and_json_are_the_tools_own_results(db):
     assert as_json(db, "read", KB, article) == tool_read
     # The events are the tool's, each with who made its change (people see that; agents do not).
     shown_events = as_json(db, "events", KB)
-    assert [{k: v for k, v in e.items() if k != "actor"} for e in shown_events["events"]] == \
+    assert [{k: v for k, v in e.items() if k not in ("actor", "actor_issuer")}
+            for e in shown_events["events"]] == \
         tool_events["events"]
     assert dict(shown_events, events=None) == dict(tool_events, events=None)
     assert all("actor" in e for e in shown_events["events"])

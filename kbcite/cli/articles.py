@@ -10,7 +10,7 @@ import uuid
 from ..errors import InvalidArgument, NotFound, VersionConflict
 from ..markdown import decode_utf8, fallback_title, parse_document, read_utf8_file
 from .messages import PROG, CommandError
-from .output import emit, marked, one_line, print_json, stale, table
+from .output import actor_text, emit, marked, one_line, print_json, stale, table
 
 def read_stdin():
     """Standard input as UTF-8 text, refused as a file is when it is not UTF-8."""
@@ -262,7 +262,7 @@ def cmd_edit(store, args, out):
 
 def who(event):
     """Who made an event's change: its actor, the person who approved it, the proposal."""
-    text = event["actor"] or "-"
+    text = actor_text(event["actor"], event.get("actor_issuer"))
     if event.get("approver"):
         text += " (approved by %s)" % event["approver"]
     if event.get("proposal_id") is not None:

@@ -8,12 +8,12 @@ from ..importer import normalized
 from ..markdown import parse_document, read_utf8_file
 from ..versions import parse_version
 from .messages import CommandError
-from .output import emit, print_json, stale, table
+from .output import actor_text, emit, print_json, stale, table
 
 HISTORY_COLUMNS = [
     ("updated_at", "VERSION", lambda r: r["updated_at"] + (" *" if r["current"] else "")),
     ("action", "ACTION", lambda r: r["action"] + ("" if r["published"] else " (draft)")),
-    ("actor", "ACTOR", lambda r: (r["actor"] or "-") + (
+    ("actor", "ACTOR", lambda r: actor_text(r["actor"], r.get("actor_issuer")) + (
         " (approved by %s)" % r["approver"] if r.get("approver") else "")),
     ("event", "EVENT", lambda r: r["event"] or "-"),
     ("bytes", "BYTES", lambda r: "%d%s" % (r["bytes"], " pruned" if r["pruned"] else "")),

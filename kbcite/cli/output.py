@@ -27,6 +27,15 @@ def table(header, rows):
     return "\n".join(lines)
 
 
+def actor_text(name, issuer):
+    """Who made a change, as a table shows it: the name (``-`` unknown) and, for a person a
+    team issuer vouched for, that issuer without its scheme (``alice (at id.example.com)``)."""
+    text = name or "-"
+    if issuer:
+        text += " (at %s)" % issuer.split("://", 1)[-1].rstrip("/")
+    return text
+
+
 def one_line(text, width):
     """``text`` on one line, cut to ``width`` characters."""
     text = " ".join(text.split())

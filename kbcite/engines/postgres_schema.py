@@ -1,8 +1,8 @@
 """The PostgreSQL store's schema: its tables as SQL, in the order a new store creates them, and
 the migrations from each older schema."""
 
-from .sql.proposals import PROPOSALS_SQL
-from .sql.sessions import SESSIONS_SQL
+from .sql.proposals import PROPOSALS_SQL, PROPOSALS_SQL_6
+from .sql.sessions import SESSIONS_SQL, SESSIONS_SQL_4
 from .sql.articles import ARTICLES_CHANGED_SQL
 from .sql.grants import GRANTS_SQL
 from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL
@@ -41,16 +41,19 @@ CREATE TABLE versions (
     actor TEXT,
     summary TEXT,
     approver TEXT,
+    actor_issuer TEXT,
     PRIMARY KEY (article_pk, version_us)
 )
 """
-# The versions table as schema 4 made it (schema 6 added the approver).
-VERSIONS_SQL_4 = VERSIONS_SQL.replace("    approver TEXT,\n", "")
+# The versions table as schema 4 made it (schema 6 added the approver, 9 the actor's issuer).
+VERSIONS_SQL_4 = VERSIONS_SQL.replace("    approver TEXT,\n", "").replace(
+    "    actor_issuer TEXT,\n", "")
 # Proposals (schema 6), as on SQLite.
 POSTGRES_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="BIGSERIAL PRIMARY KEY", big="BIGINT")
 # The semantic half's vectors (schema 8), as on SQLite: brute force over a knowledge base's
 # rows (Debian 12's PostgreSQL has no pgvector).
 POSTGRES_VECTORS_SQL = VECTORS_SQL.format(big="BIGINT", blob="BYTEA", rowid="")
+POSTGRES_PROPOSALS_SQL_6 = PROPOSALS_SQL_6.format(pk="BIGSERIAL PRIMARY KEY", big="BIGINT")
 
 SCHEMA_SQL = """
 CREATE TABLE kb_meta (
@@ -91,6 +94,8 @@ CREATE TABLE events (
     type TEXT NOT NULL,
     article_id TEXT NOT NULL,
     updated_at TEXT NOT NULL,
+    actor TEXT,
+    actor_issuer TEXT,
     PRIMARY KEY (kb_pk, sequence)
 );
 CREATE TABLE idempotency (
@@ -164,14 +169,21 @@ MIGRATIONS = {
         "a.kb_pk AND l.article_id = a.article_id LEFT JOIN events AS e ON e.kb_pk = "
         "l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at"],
     # Schema 5: the HTTP server's handshake sessions (kbcite.sessions).
-    4: SESSIONS_SQL.split(";"),
+    4: SESSIONS_SQL_4.split(";"),
     # Schema 6: proposals (writes mode review), who approved a version, the tokens that
     # may approve, and the index of the newest changes.
     5: ["ALTER TABLE versions ADD COLUMN approver TEXT", TOKENS_REVIEW_SQL,
         ARTICLES_CHANGED_SQL]
-    + POSTGRES_PROPOSALS_SQL.split(";"),
+    + POSTGRES_PROPOSALS_SQL_6.split(";"),
     # Schema 7: what a team issuer's people and groups may do (kbcite.grants).
     6: [GRANTS_SQL],
     # Schema 8: the semantic half's vectors (kbcite.search.semantic).
     7: [VECTORS_COUNTER_SQL.format(big="BIGINT"), POSTGRES_VECTORS_SQL],
+    # Schema 9: each actor's issuer; an article.deleted event's own actor; sessions of people
+    # signed in at the team's issuer, who have no token row.
+    8: ["ALTER TABLE versions ADD COLUMN actor_issuer TEXT",
+        "ALTER TABLE proposals ADD COLUMN actor_issuer TEXT",
+        "ALTER TABLE events ADD COLUMN actor TEXT",
+        "ALTER TABLE events ADD COLUMN actor_issuer TEXT",
+        "ALTER TABLE sessions DROP CONSTRAINT IF EXISTS sessions_token_name_fkey"],
 }

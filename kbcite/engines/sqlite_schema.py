@@ -1,8 +1,8 @@
 """The SQLite store's schema: its tables as SQL (its full-text tables too), and the migrations
 from each older schema."""
 
-from .sql.proposals import PROPOSALS_SQL
-from .sql.sessions import SESSIONS_SQL
+from .sql.proposals import PROPOSALS_SQL, PROPOSALS_SQL_6
+from .sql.sessions import SESSIONS_SQL, SESSIONS_SQL_4
 from .sql.articles import ARTICLES_CHANGED_SQL
 from .sql.grants import GRANTS_SQL
 from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL, TOKENS_SQL_5
@@ -46,11 +46,15 @@ CREATE TABLE versions (
     summary TEXT,
     -- Who approved it, for an agent's proposal a person approved (writes mode review).
     approver TEXT,
+    -- The actor's issuer (schema 9), the team issuer that vouched for them, NULL for a kb
+    -- token, a person at the command line, the stdio server's --actor (no issuer).
+    actor_issuer TEXT,
     PRIMARY KEY (article_pk, version_us)
 ) WITHOUT ROWID"""
-# The versions table as schema 4 made it (schema 6 added the approver).
+# The versions table as schema 4 made it (schema 6 added the approver, 9 the actor's issuer).
 VERSIONS_SQL_4 = "\n".join(line for line in VERSIONS_SQL.split("\n")
-                           if "approver" not in line and "approved it" not in line)
+                           if "approver" not in line and "approved it" not in line
+                           and "issuer" not in line)
 
 # knowledge_bases.import_root: the folder the last import read (made absolute), for the guard
 # on --prune. (A comment inside that column's line would break SQLite's DROP COLUMN.)
@@ -84,6 +88,10 @@ CREATE TABLE events (
     type TEXT NOT NULL,
     article_id TEXT NOT NULL,
     updated_at TEXT NOT NULL,
+    -- Who made an event no version records (an article.deleted: its history goes with the
+    -- article), and their issuer (schema 9). The others' actors are their versions'.
+    actor TEXT,
+    actor_issuer TEXT,
     PRIMARY KEY (kb_pk, sequence)
 ) WITHOUT ROWID;
 CREATE TABLE idempotency (
@@ -125,6 +133,7 @@ CREATE TABLE title_terms (
 """
 SQLITE_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="INTEGER PRIMARY KEY", big="INTEGER")
 SQLITE_VECTORS_SQL = VECTORS_SQL.format(big="INTEGER", blob="BLOB", rowid=" WITHOUT ROWID")
+SQLITE_PROPOSALS_SQL_6 = PROPOSALS_SQL_6.format(pk="INTEGER PRIMARY KEY", big="INTEGER")
 SCHEMA_SQL = (CORE_SQL + SEARCH_SQL + TOKENS_SQL + ";" + SESSIONS_SQL + ";" +
               SQLITE_PROPOSALS_SQL + ";" + GRANTS_SQL + ";" + SQLITE_VECTORS_SQL + ";")
 
@@ -165,16 +174,29 @@ MIGRATIONS = {
         "e.kb_pk = l.kb_pk AND e.sequence = l.sequence AND e.updated_at = a.updated_at",
         "DROP TABLE temp.last_events"],
     # Schema 4 to 5: the HTTP server's handshake sessions (kbcite.sessions).
-    4: SESSIONS_SQL.split(";"),
+    4: SESSIONS_SQL_4.split(";"),
     # Schema 5 to 6: proposals (writes mode review), who approved a version, the tokens
     # that may approve, and the index of the newest changes.
     5: ["ALTER TABLE versions ADD COLUMN approver TEXT", TOKENS_REVIEW_SQL, ARTICLES_CHANGED_SQL]
-    + SQLITE_PROPOSALS_SQL.split(";"),
+    + SQLITE_PROPOSALS_SQL_6.split(";"),
     # Schema 6 to 7: what a team issuer's people and groups may do (kbcite.grants).
     6: [GRANTS_SQL],
     # Schema 7 to 8: the semantic half's vectors (kbcite.search.semantic); ``kb reindex``
     # embeds the articles a store had before.
     7: [VECTORS_COUNTER_SQL.format(big="INTEGER"), SQLITE_VECTORS_SQL],
+    # Schema 8 to 9: each actor's issuer; an article.deleted event's own actor; sessions of
+    # people signed in at the team's issuer, who have no token row (SQLite cannot drop a
+    # reference: the table is made again, its sessions and their messages kept).
+    8: ["ALTER TABLE versions ADD COLUMN actor_issuer TEXT",
+        "ALTER TABLE proposals ADD COLUMN actor_issuer TEXT",
+        "ALTER TABLE events ADD COLUMN actor TEXT",
+        "ALTER TABLE events ADD COLUMN actor_issuer TEXT",
+        "CREATE TEMP TABLE sessions_kept AS SELECT * FROM sessions",
+        "CREATE TEMP TABLE session_messages_kept AS SELECT * FROM session_messages",
+        "DROP TABLE session_messages", "DROP TABLE sessions"] + SESSIONS_SQL.split(";") + [
+        "INSERT INTO sessions SELECT * FROM temp.sessions_kept",
+        "INSERT INTO session_messages SELECT * FROM temp.session_messages_kept",
+        "DROP TABLE temp.sessions_kept", "DROP TABLE temp.session_messages_kept"],
 }
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is

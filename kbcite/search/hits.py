@@ -28,7 +28,7 @@ def hit_rows(db, kb, pks):
     return rows
 
 
-def search(ctx, args, granted, actor=None):
+def search(ctx, args, granted, actor=None, issuer=None):
     """The ``search_knowledge_base`` tool."""
     limit = args.get("limit", SEARCH_LIMIT_DEFAULT)
     db, work = ctx.db, {}

@@ -303,7 +303,8 @@ class Approvals:
             call.interrupt = store.interrupt
             try:
                 result = store.propose_edit(arguments, granted=ctx.principal.grants,
-                                            actor=ctx.principal.name)
+                                            actor=ctx.principal.name,
+                                            issuer=ctx.principal.issuer)
             finally:
                 call.interrupt = None
         page = proposal_page(self.public_url, result["knowledge_base_id"],

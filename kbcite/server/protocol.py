@@ -408,9 +408,9 @@ class Protocol:
             try:
                 if call.cancelled.is_set():
                     raise Cancelled()
-                # The caller's name (a token's, or the stdio server's --actor) is who the
-                # history says made what it writes.
+                # The caller's name (a token's, a person's at the team's issuer, or the stdio
+                # server's --actor) is who the history says made what it writes.
                 return store.call_tool(name, arguments, granted=ctx.principal.grants,
-                                       actor=ctx.principal.name)
+                                       actor=ctx.principal.name, issuer=ctx.principal.issuer)
             finally:
                 call.interrupt = None

@@ -2,6 +2,7 @@
 
 from kbcite import KBStore
 from kbcite.engines import open_engine
+from kbcite.engines.sql.sessions import SESSIONS_SQL_4
 
 
 def _drop_back(address, engine, version, statements):
@@ -20,9 +21,29 @@ def _drop_back(address, engine, version, statements):
         db.close()
 
 
+def as_schema_8(address, engine):
+    """Take a store back to schema 8: no actor's issuer, no actor on an event, every session
+    a token's."""
+    KBStore(address).close()  # a store of this schema, whole
+    statements = ["ALTER TABLE versions DROP COLUMN actor_issuer",
+                  "ALTER TABLE proposals DROP COLUMN actor_issuer",
+                  "ALTER TABLE events DROP COLUMN actor", "ALTER TABLE events DROP COLUMN "
+                  "actor_issuer"]
+    if engine == "sqlite":
+        statements += ["CREATE TEMP TABLE sessions_kept AS SELECT * FROM sessions",
+                       "DROP TABLE session_messages", "DROP TABLE sessions"]
+        statements += [s for s in SESSIONS_SQL_4.split(";") if s.strip()]
+        statements += ["INSERT INTO sessions SELECT * FROM temp.sessions_kept",
+                       "DROP TABLE temp.sessions_kept"]
+    else:
+        statements.append("ALTER TABLE sessions ADD CONSTRAINT sessions_token_name_fkey "
+                          "FOREIGN KEY (token_name) REFERENCES tokens(name)")
+    _drop_back(address, engine, 8, statements)
+
+
 def as_schema_7(address, engine):
     """Take a store back to schema 7: no vectors of the semantic half."""
-    KBStore(address).close()  # a store of this schema, whole
+    as_schema_8(address, engine)
     _drop_back(address, engine, 7, ["DROP TABLE article_vectors",
                                     "ALTER TABLE knowledge_bases DROP COLUMN vectors_written"])
 

@@ -5,17 +5,28 @@ class EventSQL:
     """The ``events`` and ``idempotency`` tables."""
 
     def events_insert(self, kb_pk, events):
-        """Append event dicts (sequence, type, article_id, updated_at) to the log."""
-        self.execute_many("INSERT INTO events (kb_pk, sequence, type, article_id, updated_at) "
-                          "VALUES (?, ?, ?, ?, ?)", [(kb_pk, e["sequence"], e["type"],
-                                                      e["article_id"], e["updated_at"])
-                                                     for e in events])
+        """Append event dicts (sequence, type, article_id, updated_at, and for an event no
+        version records its actor and actor_issuer) to the log."""
+        self.execute_many("INSERT INTO events (kb_pk, sequence, type, article_id, updated_at, "
+                          "actor, actor_issuer) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          [(kb_pk, e["sequence"], e["type"], e["article_id"], e["updated_at"],
+                            e.get("actor"), e.get("actor_issuer")) for e in events])
 
     def events_after(self, kb_pk, after, limit):
-        """Up to ``limit`` events after sequence ``after``, in order."""
+        """Up to ``limit`` events after sequence ``after``, in order (as agents see them)."""
         return self.rows(
             "SELECT sequence, type, article_id, updated_at FROM events "
             "WHERE kb_pk = ? AND sequence > ? ORDER BY sequence LIMIT ?", (kb_pk, after, limit))
+
+    def event_actors(self, kb_pk, sequences):
+        """``{sequence: {actor, actor_issuer}}`` of those of these events that record their
+        own actor (an article.deleted)."""
+        if not sequences:
+            return {}
+        where, params = self.in_list("sequence", sorted(set(sequences)))
+        return {row["sequence"]: row for row in self.rows(
+            "SELECT sequence, actor, actor_issuer FROM events WHERE kb_pk = ? AND actor IS NOT "
+            "NULL AND " + where, [kb_pk] + params)}
 
     def idempotency_get(self, kb_pk, key, since_us):
         """The stored ``{fingerprint, result}`` of a key used since ``since_us``, or None."""

@@ -30,18 +30,25 @@ CREATE TABLE proposals (
     reason TEXT,
     version TEXT,
     decided_sequence {big},
+    -- The team issuer that vouched for the actor (schema 9), NULL for a kb token's agent.
+    actor_issuer TEXT,
     UNIQUE (kb_pk, idempotency_key)
 );
 CREATE INDEX proposals_state ON proposals (kb_pk, state, created_us)
 """
 
+# The proposals table as schema 6 made it (schema 9 added the actor's issuer).
+PROPOSALS_SQL_6 = "\n".join(line for line in PROPOSALS_SQL.split("\n") if "issuer" not in line)
+
 # What a listing reads of a proposal: everything but its text.
 LISTED = ("p.pk, p.article_id, p.base_version, p.base_bytes, p.title, p.bytes, p.actor, "
           "p.summary, p.idempotency_key, p.created_at, p.created_us, p.created_sequence, "
-          "p.state, p.decided_at, p.decided_by, p.reason, p.version, p.decided_sequence")
+          "p.state, p.decided_at, p.decided_by, p.reason, p.version, p.decided_sequence, "
+          "p.actor_issuer")
 # What the people's list shows of each (a queue may be long: no more than it needs).
 QUEUED = ("p.pk, p.article_id, p.base_version, p.base_bytes, p.title, p.bytes, p.actor, "
-          "p.summary, p.created_at, p.state, p.decided_at, p.decided_by, p.reason, p.version")
+          "p.summary, p.created_at, p.state, p.decided_at, p.decided_by, p.reason, p.version, "
+          "p.actor_issuer")
 # And the article it is about as it is now, beside it (None where it was deleted).
 WITH_ARTICLE = ("proposals AS p LEFT JOIN articles AS a ON a.kb_pk = p.kb_pk AND "
                 "a.article_id = p.article_id")
@@ -54,7 +61,7 @@ class ProposalSQL:
         """Store a new proposal (a dict of its columns); returns its pk."""
         columns = ("article_id", "base_version", "base_bytes", "title", "content", "bytes",
                    "actor", "summary", "idempotency_key", "fingerprint", "created_at",
-                   "created_us", "created_sequence", "state")
+                   "created_us", "created_sequence", "state", "actor_issuer")
         self.execute("INSERT INTO proposals (kb_pk, %s) VALUES (?, %s)"
                      % (", ".join(columns), ", ".join("?" * len(columns))),
                      [kb_pk] + [row[c] for c in columns])

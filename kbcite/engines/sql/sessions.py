@@ -4,11 +4,13 @@ on every engine) and their statements."""
 # The HTTP server's handshake sessions (MCP 2025-11-25 and earlier), the same on every engine,
 # kept here so that every server process on the store serves each (kbcite.sessions); and what
 # a client sends to a request another process holds (its answer to a question, a
-# cancellation), left for that process to collect.
+# cancellation), left for that process to collect. ``token_name`` is whose the session is: a
+# token's name, or (a web page signed in at the team's issuer, schema 9) the person's subject,
+# who has no token row; revoking a token ends the sessions of its name.
 SESSIONS_SQL = """
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
-    token_name TEXT NOT NULL REFERENCES tokens(name),
+    token_name TEXT NOT NULL,
     protocol_version TEXT NOT NULL,
     capabilities TEXT NOT NULL,
     initialized INTEGER NOT NULL DEFAULT 0,
@@ -28,8 +30,24 @@ CREATE TABLE session_messages (
 CREATE INDEX session_messages_session ON session_messages (session_id, created_us)
 """
 
+# Schema 4's sessions table named a token row as its owner (schema 9 dropped that reference).
+SESSIONS_SQL_4 = SESSIONS_SQL.replace("token_name TEXT NOT NULL,",
+                                      "token_name TEXT NOT NULL REFERENCES tokens(name),")
+
 SESSION_COLUMNS = ("id, token_name, protocol_version, capabilities, initialized, created_us, "
                    "seen_us")
+
+
+# The kinds of the web pages' rows begin so (``kbcite.tokens``); an MCP handshake's kind is the
+# protocol version it negotiated, a date.
+WEB_KIND_PREFIX = "web"
+
+
+def _of_kind(kind):
+    """``(SQL, params)`` choosing the sessions of ``kind``, or (None) the MCP handshakes."""
+    if kind is None:
+        return "protocol_version NOT LIKE ?", [WEB_KIND_PREFIX + "%"]
+    return "protocol_version = ?", [kind]
 
 
 class SessionSQL:
@@ -59,10 +77,13 @@ class SessionSQL:
         return self.execute("DELETE FROM sessions WHERE id = ? AND token_name = ?",
                             (session_id, token_name)).rowcount == 1
 
-    def sessions_of_token(self, token_name):
-        """A token's session IDs, least recently used first."""
-        return [r["id"] for r in self.rows("SELECT id FROM sessions WHERE token_name = ? "
-                                           "ORDER BY seen_us, id", (token_name,))]
+    def sessions_of_token(self, token_name, kind=None):
+        """A token's session IDs of one kind (None: its MCP handshakes, of any protocol
+        version), least recently used first."""
+        where, params = _of_kind(kind)
+        return [r["id"] for r in self.rows("SELECT id FROM sessions WHERE token_name = ? AND "
+                                           + where + " ORDER BY seen_us, id",
+                                           [token_name] + params)]
 
     def sessions_delete(self, session_ids):
         """End these sessions."""
@@ -72,9 +93,12 @@ class SessionSQL:
         """End every session of a token."""
         self.execute("DELETE FROM sessions WHERE token_name = ?", (token_name,))
 
-    def sessions_expire(self, before_us):
-        """End every session last used before ``before_us``; returns how many."""
-        return self.execute("DELETE FROM sessions WHERE seen_us < ?", (before_us,)).rowcount
+    def sessions_expire(self, before_us, kind=None):
+        """End every session of one kind (None: the MCP handshakes) last used before
+        ``before_us``; returns how many."""
+        where, params = _of_kind(kind)
+        return self.execute("DELETE FROM sessions WHERE seen_us < ? AND " + where,
+                            [before_us] + params).rowcount
 
     def sessions_live(self, session_ids):
         """Which of these sessions still exist."""
