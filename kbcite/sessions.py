@@ -24,6 +24,8 @@ session's notification stream.
 import json
 import secrets
 
+from .engines.sql.sessions import WEB_KIND_PREFIX
+
 # A message nobody collected is forgotten after this long: the longest a question waits.
 MESSAGE_TTL_US = 600 * 1000000
 
@@ -50,16 +52,20 @@ class Sessions:
 
     def open(self, session_id, token_name, protocol_version, capabilities, *, idle_s,
              per_token):
-        """Record the session an ``initialize`` made, ending every session idle longer than
-        ``idle_s`` seconds and the token's least recently used beyond ``per_token``; returns
-        ``(the IDs of the token's sessions it ended, how many idle ones it ended)``."""
+        """Record the session an ``initialize`` made (or a web page's sign-in, of a ``web``
+        kind as ``protocol_version``), ending every session of its kind idle longer than
+        ``idle_s`` seconds and the token's least recently used of its kind beyond
+        ``per_token``; returns ``(the IDs of the token's sessions it ended, how many idle ones
+        it ended)``. Each kind has its own idle time and cap: an agent's handshakes never
+        end a person's page, nor the other way round."""
         idle_us = int(idle_s * 1000000)
         db = self._ctx.db
         now_us = self._ctx.now_us()
+        kind = protocol_version if protocol_version.startswith(WEB_KIND_PREFIX) else None
         with db.write():
-            expired = db.sessions_expire(now_us - idle_us)
+            expired = db.sessions_expire(now_us - idle_us, kind)
             db.session_messages_expire(now_us - MESSAGE_TTL_US)
-            mine = db.sessions_of_token(token_name)
+            mine = db.sessions_of_token(token_name, kind)
             evicted = mine[:max(0, len(mine) - per_token + 1)]
             db.sessions_delete(evicted)
             db.session_insert(session_id, token_name, protocol_version,

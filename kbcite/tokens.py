@@ -31,12 +31,20 @@ TOKEN_NAME_MAX = 64
 # kinds (its protocol version), keyed by the SHA-256 of a secret only the browser holds.
 KIND_WEB = "web"
 KIND_LINK = "web-link"
+# A person signed in at the team's issuer (OpenID Connect): no token row, the person's subject
+# as the session's owner.
+KIND_OIDC = "web-oidc"
 
 # A one-time link signs in within ten minutes of being printed, or never.
 LINK_TTL_S = 600
 
-# How many sessions (web and MCP) a token keeps at once when a sign-in adds one.
+# The web pages' sessions one token (or one person signed in at the team's issuer) keeps at
+# once: a new sign-in ends the least recently used. Counted apart from the MCP handshakes.
 WEB_SESSIONS_PER_TOKEN = 32
+
+# A web page's session ends after this long without a page (seconds): a working day, apart
+# from the MCP handshakes' idle time (an agent's session is no person's page).
+WEB_SESSION_TIMEOUT_S = 8 * 3600.0
 
 
 def token_digest(token):

@@ -106,3 +106,28 @@ def test_a_schema_4_store_is_upgraded_with_sessions(engine, tmp_path, request):
         assert store.audit() == []
         opened(store, "s1")
         assert store.sessions.find("s1", "one", idle_s=IDLE_S) is not None
+
+
+def test_web_sessions_and_handshakes_have_their_own_caps_and_idle_times(tokens, clock):
+    """A person's page and an agent's handshakes of one token: neither's cap ends the other's
+    sessions, and each kind's idle time ends only its own."""
+    for kind in ("web", "web-oidc"):
+        tokens.sessions.open(kind, "one", kind, {}, idle_s=8 * IDLE_S, per_token=1)
+    evicted = [opened(tokens, "mcp%d" % i, per_token=2)[0] for i in range(4)]
+    assert evicted == [[], [], ["mcp0"], ["mcp1"]]  # handshakes evict handshakes only
+    assert tokens.sessions.find("web", "one", idle_s=8 * IDLE_S) is not None
+    assert tokens.sessions.find("web-oidc", "one", idle_s=8 * IDLE_S) is not None
+    tokens.sessions.open("web2", "one", "web", {}, idle_s=8 * IDLE_S, per_token=1)
+    assert tokens.sessions.find("web", "one", idle_s=8 * IDLE_S) is None  # its own cap
+    assert tokens.sessions.find("web-oidc", "one", idle_s=8 * IDLE_S) is not None
+    clock.advance(seconds=IDLE_S + 1)
+    # A handshake opened past the handshakes' idle time ends the idle handshakes only.
+    assert opened(tokens, "mcp9")[1] == 2
+    assert tokens.sessions.find("web2", "one", idle_s=8 * IDLE_S) is not None
+    assert tokens.sessions.find("mcp3", "one", idle_s=IDLE_S) is None
+    # A page's sign-in past the pages' idle time ends idle pages, never a live handshake.
+    clock.advance(seconds=8 * IDLE_S)
+    opened(tokens, "mcp10")
+    tokens.sessions.open("web3", "one", "web", {}, idle_s=8 * IDLE_S, per_token=5)
+    assert tokens.sessions.find("web2", "one", idle_s=10 * IDLE_S) is None
+    assert tokens.sessions.find("mcp10", "one", idle_s=IDLE_S) is not None

@@ -243,6 +243,8 @@ def serve_http(args, secret, oauth):
         queued_edits=args.queued_edits, approval_ttl=args.approval_ttl,
         authorization_server=args.authorization_server, session_timeout=args.session_timeout,
         sessions_per_token=args.sessions_per_token, keepalive=args.keepalive,
+        web_session_timeout=args.web_session_timeout,
+        web_sessions_per_token=args.web_sessions_per_token,
         subscriptions_per_token=args.subscriptions_per_token, public_url=args.public_url,
         access_log=args.log_format == "json", **oauth)
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,

@@ -16,13 +16,16 @@ from .pool import QUEUED_EDITS, READERS
 # (tests/test_http.py checks that the two agree).
 HTTP_DEFAULTS = {"max_body": 8 * 1024 * 1024, "max_connections": 2048, "request_timeout": 30.0,
                  "idle_timeout": 60.0, "session_timeout": 3600.0, "sessions_per_token": 32,
+                 "web_session_timeout": 28800.0, "web_sessions_per_token": 32,
                  "keepalive": 15.0, "subscriptions_per_token": 1000}
 
 
 # The least value of each whole-number option, and the options that must be above 0.
 MINIMUM = {"queued_edits": 0, "max_body": 1, "max_connections": 1, "workers": 1, "threads": 1,
-           "approval_ttl": 1, "sessions_per_token": 1, "subscriptions_per_token": 1}
-POSITIVE = ("request_timeout", "idle_timeout", "session_timeout", "keepalive")
+           "approval_ttl": 1, "sessions_per_token": 1, "web_sessions_per_token": 1,
+           "subscriptions_per_token": 1}
+POSITIVE = ("request_timeout", "idle_timeout", "session_timeout", "web_session_timeout",
+            "keepalive")
 
 # What --allow-origin (and kb serve's allow-origins) must look like.
 ORIGIN_FORM = ("an origin is scheme://host[:port] as a browser sends it "
@@ -77,6 +80,16 @@ def add_http_options(parser, defaults=True):
                         metavar="N", help="HTTP: sessions one token holds at once; a new one "
                                           "ends its least recently used (default %d)"
                                           % d["sessions_per_token"])
+    parser.add_argument("--web-session-timeout", type=float, default=d["web_session_timeout"],
+                        metavar="S", help="HTTP: a web page's sign-in ends after S seconds "
+                                          "without a page, and a sign-in at the team's issuer "
+                                          "that long after it began (default %g)"
+                                          % d["web_session_timeout"])
+    parser.add_argument("--web-sessions-per-token", type=int,
+                        default=d["web_sessions_per_token"], metavar="N",
+                        help="HTTP: web sign-ins one token (or person) holds at once, apart "
+                             "from its MCP sessions; a new one ends its least recently used "
+                             "(default %d)" % d["web_sessions_per_token"])
     parser.add_argument("--keepalive", type=float, default=d["keepalive"], metavar="S",
                         help="HTTP: an open notification stream (a session's GET, a listen) "
                              "says it is alive every S seconds (default %g)" % d["keepalive"])

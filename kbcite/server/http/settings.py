@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Optional
 
+from ...tokens import WEB_SESSION_TIMEOUT_S, WEB_SESSIONS_PER_TOKEN
 from ..approval import APPROVAL_TTL_S
 from ..links import check_public_url
 from ..pool import QUEUED_EDITS, READERS
@@ -31,6 +32,8 @@ ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": (
                "KB_AUTHORIZATION_SERVER": ("authorization_server", str),
                "KB_SESSION_TIMEOUT": ("session_timeout", float),
                "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int),
+               "KB_WEB_SESSION_TIMEOUT": ("web_session_timeout", float),
+               "KB_WEB_SESSIONS_PER_TOKEN": ("web_sessions_per_token", int),
                "KB_KEEPALIVE": ("keepalive", float),
                "KB_SUBSCRIPTIONS_PER_TOKEN": ("subscriptions_per_token", int),
                "KB_OAUTH_ISSUER": ("oauth_issuer", str),
@@ -62,6 +65,9 @@ class Settings:
     authorization_server: Optional[str] = None
     session_timeout: float = SESSION_TIMEOUT_S
     sessions_per_token: int = SESSIONS_PER_TOKEN
+    # The web pages' sessions: their own idle time and their own cap a token (or person).
+    web_session_timeout: float = WEB_SESSION_TIMEOUT_S
+    web_sessions_per_token: int = WEB_SESSIONS_PER_TOKEN
     max_requests: int = MAX_REQUESTS
     keepalive: float = KEEPALIVE_S
     # Subscribed URIs all the handshake sessions of one token hold at once.
