@@ -76,3 +76,37 @@ def axe_violations(chrome, source):
         "  return [v.id, v.impact, v.nodes.map(function (n) { return n.target.join(' '); })];"
         "})); }, function (e) { done([['axe-error', 'critical', [String(e)]]]); });")
     return [tuple(v) for v in result]
+
+
+# How long a browser test waits for a page to do what it should (a loaded CI machine is slow).
+WAIT_S = 15
+
+
+def wait_for(chrome, condition, what, wait_s=WAIT_S):
+    """Wait until ``condition(chrome)`` is true; fail naming ``what``. An element that is not
+    there yet, or went stale because the page was replaced under it, is "not yet", as
+    Selenium's own WebDriverWait takes it."""
+    import time
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if condition(chrome):
+                return
+        except (NoSuchElementException, StaleElementReferenceException):
+            pass
+        time.sleep(0.1)
+    raise AssertionError("%s did not happen in %d s; the page (%s): %s"
+                         % (what, wait_s, chrome.current_url, chrome.page_source[:2000]))
+
+
+def by_css(chrome, selector):
+    """The first element matching a CSS selector (NoSuchElementException if none)."""
+    from selenium.webdriver.common.by import By
+    return chrome.find_element(By.CSS_SELECTOR, selector)
+
+
+def all_css(chrome, selector):
+    """Every element matching a CSS selector."""
+    from selenium.webdriver.common.by import By
+    return chrome.find_elements(By.CSS_SELECTOR, selector)

@@ -96,7 +96,6 @@ class Auth:
         its scopes and the store's grants (``kb grant``) give; 401 for a token the issuer did
         not make for this server, 503 while the issuer's keys cannot be fetched for a key not
         seen yet."""
-        from ...grants import broader
         from ..oauth import scopes
         from ..oauth.bearer import TokenRefused
         from ..oauth.issuer import KeysUnavailable
@@ -113,10 +112,8 @@ class Auth:
             raise Refusal(503, refusal("Service Unavailable: %s; retry shortly" % exc,
                                        data={"retryable": True, "reason": "issuer_unavailable"}),
                           [(b"Retry-After", b"%d" % RETRY_AFTER_S)])
-        modes = {kb: self.settings.oauth_writes if "write" in granted else "deny"
-                 for kb, granted in scopes.rights(identity.scopes).items()}
-        for kb, mode in store.grants.of(identity.subject, identity.groups).items():
-            modes[kb] = broader(modes.get(kb), mode)
+        modes = scopes.write_modes(scopes.rights(identity.scopes), self.settings.oauth_writes,
+                                   store.grants.of(identity.subject, identity.groups))
         req.scope[AUTHENTICATED] = True
         req.scope[CALLER] = identity.subject
         return Principal(identity.subject, frozenset(modes), "deny",

@@ -8,6 +8,8 @@ hierarchies): ``write`` and ``review`` each imply ``read``.
 
 import re
 
+from ...grants import broader
+
 SCOPE_PREFIX = "kb:"
 # The claims that may name the person in the history, in words a team's issuer uses.
 SUBJECT_CLAIMS = ("sub", "email", "preferred_username")
@@ -31,6 +33,18 @@ def rights(scopes):
         if match:
             found.setdefault(match.group(1), set()).update(IMPLIES[match.group(2)])
     return found
+
+
+def write_modes(rights_by_kb, scope_writes, store_grants):
+    """``{knowledge_base_id: write mode}`` of a person: each knowledge base their scopes give
+    (``rights``' answer; ``scope_writes``, the server's --oauth-writes, where they include
+    ``write``, else ``deny``: read only), merged with the store's grants of them and their
+    groups (``{kb: mode}``), the broader mode winning."""
+    modes = {kb: scope_writes if "write" in granted else "deny"
+             for kb, granted in rights_by_kb.items()}
+    for kb, mode in store_grants.items():
+        modes[kb] = broader(modes.get(kb), mode)
+    return modes
 
 
 def scopes_supported(kb_ids):

@@ -97,6 +97,12 @@ class WebPages:
         self.settings = mcp.settings
         self.renderer = Renderer()
         self.sessions = auth.WebSessions(mcp.auth, mcp.settings)
+        # "Sign in with ISSUER" beside the token form, when the server is the issuer's client.
+        self.issuer_sign_in = None
+        if mcp.auth.tokens is not None and self.settings.oauth_client_id \
+                and self.settings.oauth_client_secret:
+            from .oidc import IssuerSignIn  # the [oauth] extra's, needed only so
+            self.issuer_sign_in = IssuerSignIn(self.settings, mcp.auth.tokens)
         self._not_found = self.renderer.page("not_found.html", person=None, csrf=None)
         self._files = {}  # static/'s files, read once
         self.threads = Threads(PAGE_THREADS, "kb-web")
@@ -149,7 +155,8 @@ class WebPages:
                 return None  # the client went away
         loop = asyncio.get_running_loop()
         if route.stream:
-            person = await self.mcp.threads.run(loop, self._person, req, route, form)
+            person = await self.mcp.threads.run(loop, self._person, req, route, form,
+                                                params.get("kb"))
             if isinstance(person, Response):
                 return person
             page = Page(self, req, params, query, form, person)
@@ -160,9 +167,12 @@ class WebPages:
         return await self.mcp.on_thread(req, self._view, req, route, params, query, form,
                                         threads=self.threads)
 
-    def _person(self, req, route, form):
-        """On a worker thread: who is signed in, and whether this request may go on."""
+    def _person(self, req, route, form, kb=None):
+        """On a worker thread: who is signed in (at the page's knowledge base ``kb``), and
+        whether this request may go on."""
         person = self.sessions.person(req)
+        if person is not None:
+            person.kb = kb
         if route.signed_in and person is None:
             if req.method == "GET":
                 return redirect("/login?next=" + quote(req.path, safe="/@"))
@@ -177,7 +187,7 @@ class WebPages:
     def _view(self, req, route, params, query, form):
         """On a worker thread: the person, then the view; store errors become pages."""
         try:
-            person = self._person(req, route, form)
+            person = self._person(req, route, form, params.get("kb"))
             if isinstance(person, Response):
                 return person
             page = Page(self, req, params, query, form, person)

@@ -18,8 +18,8 @@ import secrets
 import time
 from http.cookies import CookieError, SimpleCookie
 
-from ...tokens import (KIND_LINK, KIND_WEB, LINK_TTL_S, WEB_SESSIONS_PER_TOKEN, pack,
-                      secret_digest, unpack)
+from ..oauth.scopes import write_modes
+from ...tokens import KIND_LINK, KIND_OIDC, KIND_WEB, LINK_TTL_S, pack, secret_digest, unpack
 from ..session import CALLER
 
 COOKIE = "kb_session"
@@ -31,23 +31,41 @@ TOUCH_EVERY_S = 60
 
 
 class Person:
-    """Who is signed in: the token's name, grants, write mode, and this session's CSRF token."""
+    """Who is signed in: the token's name (or the person's, at the team's issuer), what they
+    may read and how they may write each knowledge base, and this session's CSRF token."""
 
-    __slots__ = ("name", "grants", "writes", "may_review", "csrf", "session_id")
+    __slots__ = ("name", "grants", "writes", "kb_writes", "review", "reviews", "issuer",
+                 "csrf", "session_id", "kb")
 
-    def __init__(self, name, grants, writes, csrf, session_id, review=False):
+    def __init__(self, name, grants, writes, csrf, session_id, review=False, issuer=None,
+                 kb_writes=None, reviews=()):
         self.name = name
         self.grants = frozenset(grants)
         self.writes = writes
-        # Approve and Reject a proposal: a token made with --review.
-        self.may_review = bool(review)
+        # A person at the team's issuer: a write mode a knowledge base, from their scopes and
+        # the store's grants; and the knowledge bases whose proposals they may decide.
+        self.kb_writes = dict(kb_writes or {})
+        self.review = bool(review)  # a token made with --review: every granted one
+        self.reviews = frozenset(reviews)
+        self.issuer = issuer
         self.csrf = csrf
         self.session_id = session_id
+        self.kb = None  # the knowledge base of the page being served, if any
+
+    def writes_for(self, kb_id):
+        """The write mode of this person's changes to knowledge base ``kb_id``."""
+        return self.kb_writes.get(kb_id, self.writes)
 
     @property
     def may_write(self):
-        """Edit and Revert need a token whose edits are written without asking."""
-        return self.writes == "allow"
+        """Edit and Revert (of this page's knowledge base) need writes without asking."""
+        return self.writes_for(self.kb) == "allow"
+
+    @property
+    def may_review(self):
+        """Approve and Reject (on this page's knowledge base): a token made with --review, or
+        a person whose scopes include ``kb:{kb}:review``."""
+        return self.review or self.kb in self.reviews
 
 
 def cookies(req):
@@ -79,7 +97,8 @@ class WebSessions:
     def __init__(self, connections, settings):
         self.connections = connections
         self.settings = settings
-        self.idle_s = settings.session_timeout
+        self.idle_s = settings.web_session_timeout
+        self.per_token = settings.web_sessions_per_token
 
     def csrf_for(self, secret):
         """The CSRF token of the session (or sign-in form) with this secret."""
@@ -96,13 +115,26 @@ class WebSessions:
         session_id = secret_digest(secret)
         with self.connections.borrow() as store:
             row = store.sessions.find(session_id, name, idle_s=self.idle_s)
-            if row is None or row["protocol_version"] != KIND_WEB:
+            if row is None or row["protocol_version"] not in (KIND_WEB, KIND_OIDC):
                 return None
+            caps = row["capabilities"]
+            if row["protocol_version"] == KIND_OIDC:
+                if time.time() - caps["signed_in"] > self.idle_s:
+                    store.sessions.end(session_id, name)  # a sign-in lasts a working day
+                    return None
+                # The store's grants as they are now: kb grant remove takes effect at once.
+                modes = write_modes({kb: set(rights) for kb, rights in caps["rights"].items()},
+                                    self.settings.oauth_writes,
+                                    store.grants.of(name, caps["groups"]))
             if time.time() * 1000000 - row["seen_us"] > TOUCH_EVERY_S * 1000000:
                 store.sessions.touch(session_id)
-        caps = row["capabilities"]
         req.scope[CALLER] = name  # the access log's name for the request, never the cookie
-        return Person(name, caps["grants"], caps["writes"], self.csrf_for(secret), session_id,
+        csrf = self.csrf_for(secret)
+        if row["protocol_version"] == KIND_OIDC:
+            return Person(name, modes, "deny", csrf, session_id, issuer=caps["issuer"],
+                          kb_writes=modes, reviews=[kb for kb, rights in caps["rights"].items()
+                                                    if "review" in rights])
+        return Person(name, caps["grants"], caps["writes"], csrf, session_id,
                       caps.get("review", False))
 
     def csrf_ok(self, req, person, form):
@@ -145,11 +177,25 @@ class WebSessions:
             return self._open(store, name, caps["grants"], caps["writes"],
                               caps.get("review", False))
 
+    def sign_in_person(self, identity):
+        """The cookie value of a new session for a person the team's issuer signed in (an
+        ``oauth.bearer.Identity``): their rights as their scopes say, their groups for the
+        store's grants, their issuer, and when they signed in."""
+        from ..oauth.scopes import rights
+        secret = secrets.token_urlsafe(32)
+        with self.connections.borrow() as store:
+            store.sessions.open(
+                secret_digest(secret), identity.subject, KIND_OIDC,
+                {"issuer": identity.issuer, "groups": sorted(identity.groups),
+                 "rights": {kb: sorted(r) for kb, r in rights(identity.scopes).items()},
+                 "signed_in": time.time()}, idle_s=self.idle_s, per_token=self.per_token)
+        return pack(identity.subject, secret)
+
     def _open(self, store, name, grants, writes, review):
         secret = secrets.token_urlsafe(32)
         store.sessions.open(secret_digest(secret), name, KIND_WEB,
                             {"grants": sorted(grants), "writes": writes, "review": review},
-                            idle_s=self.idle_s, per_token=WEB_SESSIONS_PER_TOKEN)
+                            idle_s=self.idle_s, per_token=self.per_token)
         return pack(name, secret)
 
     def sign_out(self, person):

@@ -30,6 +30,8 @@ ROUTES = [
     Route(r"/", listing.home),
     Route(r"/login", signin.login, ("GET", "POST"), signed_in=False),
     Route(r"/login/link", signin.link, ("GET", "POST"), signed_in=False),
+    Route(r"/login/oidc", signin.issuer_start, signed_in=False),
+    Route(r"/login/oidc/callback", signin.issuer_callback, signed_in=False),
     Route(r"/logout", signin.logout, ("POST",), signed_in=False),
     Route(r"/kb/%(kb)s", listing.knowledge_base),
     Route(r"/kb/%(kb)s/search", listing.search),

@@ -4,7 +4,9 @@
 // 8707: access tokens are JWTs whose aud is the resource asked for), introspection and
 // revocation. Its login form is the package's own development form: any password signs in a
 // user who exists. Usage: [TOKEN_FORMAT=opaque] node provider.mjs RESOURCE|loopback WEB_REDIRECT_URI
-// [SCOPES...] (access tokens are JWTs unless TOKEN_FORMAT says opaque).
+// [SCOPES...] (access tokens are JWTs unless TOKEN_FORMAT says opaque). A WEB_REDIRECT_URI on
+// 127.0.0.1 without a port takes any port (RFC 8252 7.3, the package's rule for a "native"
+// client), for a server started after the provider on a port of its own choosing.
 import http from 'node:http';
 import crypto from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
@@ -19,6 +21,9 @@ const users = {
 const kbScopes = extraScopes.length ? extraScopes
   : ['kb:support:read', 'kb:support:write', 'kb:support:review'];
 
+const redirect = new URL(webRedirect);
+const anyPort = redirect.hostname === '127.0.0.1' && redirect.port === '';
+
 const server = http.createServer();
 server.listen(0, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
@@ -29,6 +34,7 @@ server.listen(0, '127.0.0.1', () => {
     clients: [{
       client_id: 'kb-web', client_secret: 'kb-web-secret',
       redirect_uris: [webRedirect], response_types: ['code'],
+      application_type: anyPort ? 'native' : 'web',
       grant_types: ['authorization_code', 'refresh_token'],
       token_endpoint_auth_method: 'client_secret_basic',
     }, {

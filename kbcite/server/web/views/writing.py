@@ -31,9 +31,10 @@ def _article_url(kb_id, article_id):
 
 
 def _edit(page, store, args):
-    """The edit tool's result for the person (its grants, its name in the history)."""
+    """The edit tool's result for the person (its grants, its name in the history, with the
+    issuer that signed them in)."""
     return store.call_tool("edit_knowledge_article", args, granted=page.person.grants,
-                           actor=page.person.name)
+                           actor=page.person.name, issuer=page.person.issuer)
 
 
 def _since(page, article_id, expected):
