@@ -11,9 +11,10 @@ person's identity to ``auth.WebSessions`` for a session. The access token is che
 every access token is, so a person's rights on the pages are those their scopes give on
 ``/mcp``, with the store's grants (``kb grant``) beside them.
 
-The redirect URI is this server's own address as the browser reached it (its ``Host``, which
-the Host check has already held to the server's names), ``/login/oidc/callback``: register
-that one at the issuer for the client.
+The redirect URI is ``--public-url`` (where people's browsers reach the server, behind a proxy
+too) followed by ``/login/oidc/callback``; without it, the server's own address as the browser
+reached it (its ``Host``, which the Host check has already held to the server's names).
+Register that one at the issuer for the client.
 """
 
 import base64
@@ -51,7 +52,10 @@ class IssuerSignIn:
             s for s in settings.oauth_scopes if s not in BASE_SCOPES))
 
     def redirect_uri(self, req):
-        """Where the issuer sends the browser back: this server, as the browser reached it."""
+        """Where the issuer sends the browser back: the public address, else this server as
+        the browser reached it."""
+        if self.settings.public_url:
+            return self.settings.public_url + CALLBACK_PATH
         return "%s://%s%s%s" % (req.scope.get("scheme", "http"), req.header(b"host"),
                                 req.scope.get("root_path", ""), CALLBACK_PATH)
 
