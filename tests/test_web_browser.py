@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import kbcite
-from support.browser import AXE_VERSION, DESKTOP, PHONE, axe_source, axe_violations, chromium_paths, \
-    start_chromium
+from support.browser import AXE_VERSION, DESKTOP, PHONE, all_css, axe_source, axe_violations, \
+    by_css, chromium_paths, start_chromium, wait_for
 from support.http_server import Server
 from support.web import make_store
 
@@ -37,8 +37,6 @@ def _need_browser():
             pytest.fail("the browser tests need %s" % ", ".join(missing))
         pytest.skip("the browser tests need %s" % ", ".join(missing))
 
-
-WAIT_S = 15
 
 # A hook installed before any page script: every alert, confirm and prompt is recorded.
 ALERT_HOOK = ("window.__alerts = [];"
@@ -70,33 +68,6 @@ def chrome(tmp_path):
 def url(site, path):
     server = site[0]
     return "http://%s:%d%s" % (server.host, server.port, path)
-
-
-def wait_for(chrome, condition, what):
-    """Wait until ``condition(chrome)`` is true; fail naming ``what``. An element that is not
-    there yet, or went stale because the page was replaced under it (a form's answer
-    loading), is "not yet", as Selenium's own WebDriverWait takes it."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        try:
-            if condition(chrome):
-                return
-        except (NoSuchElementException, StaleElementReferenceException):
-            pass
-        time.sleep(0.1)
-    raise AssertionError("%s did not happen in %d s; the page: %s"
-                         % (what, WAIT_S, chrome.page_source[:2000]))
-
-
-def by_css(chrome, selector):
-    from selenium.webdriver.common.by import By
-    return chrome.find_element(By.CSS_SELECTOR, selector)
-
-
-def all_css(chrome, selector):
-    from selenium.webdriver.common.by import By
-    return chrome.find_elements(By.CSS_SELECTOR, selector)
 
 
 def sign_in(chrome, site, name="alice"):

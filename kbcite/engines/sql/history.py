@@ -2,7 +2,8 @@
 
 # A version's row, without its text.
 VERSION_COLUMNS = ("article_pk", "version_us", "updated_at", "action", "sequence", "event",
-                   "published", "title", "text_pk", "bytes", "actor", "summary", "approver", "actor_issuer")
+                   "published", "title", "text_pk", "bytes", "actor", "summary", "approver",
+                   "actor_issuer")
 
 
 class HistorySQL:
