@@ -139,8 +139,9 @@ def test_two_people_edit_as_themselves_and_the_history_names_each(team, provider
     assert status == 200 and not body["result"].get("isError"), body
     status, _, body = edit(url, bob, article, version_of(url, bob, article), "b1", "Bob.")
     assert status == 200 and not body["result"].get("isError"), body
-    actors = [v["actor"] for v in history(path, article)]
-    assert actors[-2:] == ["alice@example.com", "bob@example.com"], actors
+    actors = [(v["actor"], v["actor_issuer"]) for v in history(path, article)]
+    assert actors[-2:] == [("alice@example.com", provider.issuer),
+                           ("bob@example.com", provider.issuer)], actors
 
 
 def test_a_read_scope_alone_cannot_edit_403_naming_the_scope(team, provider):
@@ -291,3 +292,112 @@ def test_the_store_grants_people_and_groups_what_their_scopes_do_not(team, provi
     status, _, body = call(url, bob, "search_knowledge_base",
                            {"knowledge_base_id": "docs", "query": "deploy"})
     assert json.loads(body["result"]["content"][0]["text"])["error"]["code"] == "not_found"
+
+
+# -- the 2025-11-25 era: the initialize handshake and Mcp-Session-Id, over raw HTTP ---------------
+
+HANDSHAKE = "2025-11-25"
+
+
+def handshake_post(url, token, message, session=None):
+    """A 2025-11-25 POST; ``(status, headers, the JSON-RPC answer or None)``, an event
+    stream's answer read off its data lines."""
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers.update({"Mcp-Session-Id": session, "MCP-Protocol-Version": HANDSHAKE})
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    request = urllib.request.Request(url, data=json.dumps(message).encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, got, text = response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as answer:
+        status, got, text = answer.code, dict(answer.headers), answer.read()
+    text = text.decode("utf-8")
+    if got.get("Content-Type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        text = data[-1] if data else ""
+    return status, got, json.loads(text) if text.strip() else None
+
+
+def open_session(url, token):
+    """initialize and notifications/initialized with a person's token; the session ID."""
+    status, headers, answer = handshake_post(url, token, {
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": HANDSHAKE, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+    assert status == 200 and answer["result"]["protocolVersion"] == HANDSHAKE, answer
+    session = headers["Mcp-Session-Id"]
+    status, _, _ = handshake_post(url, token, {"jsonrpc": "2.0",
+                                               "method": "notifications/initialized"}, session)
+    assert status == 202
+    return session
+
+
+def session_call(url, token, session, tool, arguments, request_id=1):
+    return handshake_post(url, token, {"jsonrpc": "2.0", "id": request_id,
+                                       "method": "tools/call",
+                                       "params": {"name": tool, "arguments": arguments}},
+                          session)
+
+
+def test_a_handshake_session_signs_in_with_the_issuers_token_and_edits_as_the_person(
+        team, provider):
+    server, url, path, article, _ = team
+    alice = sign_in(provider, url, "alice")["access_token"]
+    # No token: 401 naming where to sign in, before any session exists.
+    status, headers, _ = handshake_post(url, None, {
+        "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": HANDSHAKE, "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}})
+    assert status == 401 and "resource_metadata=" in headers["WWW-Authenticate"]
+    session = open_session(url, alice)
+    status, _, answer = session_call(url, alice, session, "search_knowledge_base",
+                                     {"knowledge_base_id": "support", "query": "refund"})
+    assert status == 200 and answer["result"]["structuredContent"]["results"], answer
+    status, _, answer = session_call(url, alice, session, "read_knowledge_article",
+                                     {"knowledge_base_id": "support", "article_id": article}, 5)
+    assert status == 200, answer
+    version = answer["result"]["structuredContent"]["updated_at"]
+    # Each request of the session is on any of the two workers; every one checks the token.
+    status, _, answer = session_call(url, alice, session, "edit_knowledge_article", {
+        "knowledge_base_id": "support", "article_id": article, "expected_version": version,
+        "content": "Refunds take five days.\n\nIn a session.", "idempotency_key": "s1"}, 2)
+    assert status == 200 and not answer["result"].get("isError"), answer
+    last = history(path, article)[-1]
+    assert (last["actor"], last["actor_issuer"]) == ("alice@example.com", provider.issuer)
+    # DELETE ends it; the next request of it hears 404, and initializes anew.
+    request = urllib.request.Request(url, method="DELETE", headers={
+        "Authorization": "Bearer " + alice, "Mcp-Session-Id": session,
+        "MCP-Protocol-Version": HANDSHAKE})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status in (200, 204)
+    status, _, _ = session_call(url, alice, session, "search_knowledge_base",
+                                {"knowledge_base_id": "support", "query": "refund"}, 3)
+    assert status == 404
+
+
+def test_a_handshake_session_is_its_persons_and_its_scopes_still_hold(team, provider):
+    server, url, path, article, _ = team
+    alice = sign_in(provider, url, "alice")["access_token"]
+    reader = sign_in(provider, url, "bob", "openid email kb:support:read")["access_token"]
+    session = open_session(url, alice)
+    # Another person's valid token cannot use alice's session: it is not found for them.
+    status, _, _ = session_call(url, reader, session, "search_knowledge_base",
+                                {"knowledge_base_id": "support", "query": "refund"})
+    assert status == 404
+    # A session opened with a read scope: its edit is 403 insufficient_scope, nothing written.
+    theirs = open_session(url, reader)
+    before = len(history(path, article))
+    status, headers, _ = session_call(url, reader, theirs, "edit_knowledge_article", {
+        "knowledge_base_id": "support", "article_id": article,
+        "expected_version": history(path, article)[-1]["updated_at"],
+        "content": "Never written.", "idempotency_key": "r9"})
+    assert status == 403
+    assert 'error="insufficient_scope", scope="kb:support:write"' in headers["WWW-Authenticate"]
+    assert len(history(path, article)) == before
+    # A token that stops being valid (here: garbage in its place) is 401 mid-session.
+    status, headers, _ = session_call(url, "not.a.token", session, "search_knowledge_base",
+                                      {"knowledge_base_id": "support", "query": "refund"})
+    assert status == 401 and 'error="invalid_token"' in headers["WWW-Authenticate"]
