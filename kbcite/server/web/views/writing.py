@@ -108,7 +108,8 @@ def revert(page):
             # the version it went back to, which no other column records.
             store.revert(kb_id, article_id, old["updated_at"], expected_version=expected,
                          actor=page.person.name, summary="revert to %s" % old["updated_at"],
-                         idempotency_key=page.field("idempotency_key", "") or new_key())
+                         idempotency_key=page.field("idempotency_key", "") or new_key(),
+                         issuer=page.person.issuer)
     except VersionConflict:
         current, since = _since(page, article_id, expected)
         return page.render("conflict.html", status=409, kb=kb_id, article=current,
