@@ -131,3 +131,46 @@ def test_web_sessions_and_handshakes_have_their_own_caps_and_idle_times(tokens, 
     tokens.sessions.open("web3", "one", "web", {}, idle_s=8 * IDLE_S, per_token=5)
     assert tokens.sessions.find("web2", "one", idle_s=10 * IDLE_S) is None
     assert tokens.sessions.find("mcp10", "one", idle_s=IDLE_S) is not None
+
+
+@pytest.mark.slow
+def test_the_servers_web_and_handshake_timeouts_and_caps_are_its_own(tmp_path):
+    """kb-server over HTTP: one handshake allowed a token and a second of idle time for it
+    end neither the token's page nor its idle clock; the pages' own timeout ends the page."""
+    pytest.importorskip("jinja2")
+    import json
+    import time
+    import urllib.request
+    from support.http_server import Server
+    from support.web import WebClient
+    path = tmp_path / "kb.db"
+    with KBStore(str(path), create=True) as store:
+        store.create_knowledge_base(KB)
+        token = store.create_token("one", [KB], "allow")
+    server = Server(path, "--session-timeout", "1", "--sessions-per-token", "1",
+                    "--web-session-timeout", "6", "--web-sessions-per-token", "2")
+
+    def initialize():
+        request = urllib.request.Request(
+            "http://127.0.0.1:%d/mcp" % server.port, data=json.dumps({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}}}).encode(),
+            headers={"Content-Type": "application/json", "Authorization": "Bearer " + token,
+                     "Accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.headers["Mcp-Session-Id"]
+    try:
+        web = WebClient("127.0.0.1", server.port)
+        assert web.sign_in(token) == 303
+        initialize()
+        initialize()  # the token's one handshake: the first ends, the page does not
+        assert web.get("/")[0] == 200
+        time.sleep(1.5)  # past the handshakes' idle time, inside the pages'
+        initialize()
+        assert web.get("/")[0] == 200
+        time.sleep(6.5)  # past the pages' own
+        status, headers, _ = web.get("/")
+        assert status == 303 and headers["location"].startswith("/login")
+    finally:
+        server.stop()
