@@ -24,12 +24,17 @@ def test_web_pages_prints_every_page_row():
     assert "Search page / search tool, p50:" in done.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--articles", "0"], "argument --articles: must be at least 1"),
-    (["--articles", "5", "--edited", "6"], "argument --edited: must be at most --articles"),
+@pytest.mark.parametrize("script,args,needle", [
+    ("web_pages", ["--articles", "0"], "argument --articles: must be at least 1"),
+    ("web_pages", ["--articles", "5", "--edited", "6"],
+     "argument --edited: must be at most --articles"),
+    ("web_mcp_load", ["--browsers", "0"], "argument --browsers: must be at least 1"),
+    ("web_mcp_load", ["--think", "-1"], "argument --think: must be 0 or more"),
+    ("web_mcp_load", ["--articles", "5", "--edited", "6"],
+     "argument --edited: must be at most --articles"),
 ])
-def test_web_pages_refuses_bad_arguments(args, needle):
-    done = subprocess.run([sys.executable, "bench/web_pages.py"] + args, cwd=str(ROOT),
+def test_the_web_benchmarks_refuse_bad_arguments(script, args, needle):
+    done = subprocess.run([sys.executable, "bench/%s.py" % script] + args, cwd=str(ROOT),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and needle in done.stderr, done.stderr
 
@@ -47,14 +52,3 @@ def test_web_mcp_load_prints_a_round_and_its_verdict():
     assert one["with"]["page_loads_per_s"] > 0 and "page_loads_per_s" not in one["alone"]
     assert one["alone"]["errors"] == one["with"]["errors"] == 0
     assert result["ratio"] == round(one["with"]["mcp_p99_ms"] / one["alone"]["mcp_p99_ms"], 3)
-
-
-@pytest.mark.parametrize("args,needle", [
-    (["--browsers", "0"], "argument --browsers: must be at least 1"),
-    (["--think", "-1"], "argument --think: must be 0 or more"),
-    (["--articles", "5", "--edited", "6"], "argument --edited: must be at most --articles"),
-])
-def test_web_mcp_load_refuses_bad_arguments(args, needle):
-    done = subprocess.run([sys.executable, "bench/web_mcp_load.py"] + args, cwd=str(ROOT),
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and needle in done.stderr, done.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import kbcite
-from support.browser import AXE_VERSION, DESKTOP, PHONE, all_css, axe_source, axe_violations, \
+from support.browser import AXE_VERSION, DESKTOP, PHONE, all_css, axe_or_skip, axe_violations, \
     by_css, chromium_paths, start_chromium, wait_for
 from support.http_server import Server
 from support.web import make_store
@@ -237,11 +237,7 @@ def _page_paths(site):
 
 
 def test_no_serious_or_critical_accessibility_violation(site, chrome):
-    source = axe_source()
-    if source is None:
-        if os.environ.get("CI"):
-            pytest.fail("axe-core could not be fetched with npm")
-        pytest.skip("axe-core could not be fetched with npm")
+    source = axe_or_skip()
     chrome.get(url(site, "/login"))
     found = {"login": axe_violations(chrome, source)}
     sign_in(chrome, site)

@@ -6,16 +6,15 @@ One browser serves the module (its cookies cleared before each test); the agent'
 shares the pages' store and names their address as its ``--public-url``.
 """
 
-import os
-
 import pytest
 
 import kbcite
-from support.browser import AXE_VERSION, axe_source, axe_violations, start_chromium
+from support.browser import AXE_VERSION, all_css, axe_or_skip, axe_violations, by_css, \
+    start_chromium, wait_for
 from support.http_server import Server
 from support.sdk_session import HttpSession
 from support.web import make_store
-from test_web_browser import ALERT_HOOK, _need_browser, all_css, by_css, sign_in, url, wait_for
+from test_web_browser import ALERT_HOOK, _need_browser, sign_in, url
 
 pytestmark = pytest.mark.slow
 
@@ -110,11 +109,7 @@ def test_a_person_edits_a_proposal_then_approves_it(site, chrome):
 
 
 def test_the_review_pages_have_no_serious_or_critical_accessibility_violation(site, chrome):
-    source = axe_source()
-    if source is None:
-        if os.environ.get("CI"):
-            pytest.fail("axe-core could not be fetched with npm")
-        pytest.skip("axe-core could not be fetched with npm")
+    source = axe_or_skip()
     pending = propose(site, "Invoices are sent monthly, or weekly.", "axe-1")
     edited = propose(site, "Invoices are sent weekly.", "axe-2")
     with kbcite.KBStore(str(site[3])) as store:
