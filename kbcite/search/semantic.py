@@ -157,9 +157,10 @@ class Semantic:
 
     def _matrix(self, db, kb, model):
         # The knowledge base's vectors, read again only when its vectors_written moved; the
-        # stamp and the rows come from the caller's one read transaction.
+        # stamp and the rows come from the caller's one read transaction. (Its event head and
+        # published count too: a store made anew at the same path starts its counters again.)
         key = (self._address, kb["pk"])
-        stamp = kb.get("vectors_written", 0)
+        stamp = (kb.get("vectors_written", 0), kb["head_sequence"], kb["published_count"])
         with _matrices_lock:
             held = _matrices.get(key)
             if held is not None and held[0] == stamp:
