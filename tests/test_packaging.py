@@ -97,7 +97,7 @@ def test_the_sdist_metadata_names_the_project(built):
     assert metadata["Name"] == "kbcite" and metadata["Version"] == kbcite.__version__
     assert metadata["License-Expression"] == "MIT" and metadata["Requires-Python"] == ">=3.9"
     # The extras the README's install lines name (others may join them).
-    assert {"postgres", "http", "test"} <= set(metadata.get_all("Provides-Extra"))
+    assert {"postgres", "http", "semantic", "test"} <= set(metadata.get_all("Provides-Extra"))
     assert sdist.name == "kbcite-%s.tar.gz" % kbcite.__version__
 
 
