@@ -149,7 +149,8 @@ def test_search_quality_scores_every_engine_on_a_judged_collection(tmp_path):
     assert "### Known items" in stdout
     data = json.loads(out.read_text(encoding="utf-8"))
     engines = {row["engine"]: row for row in data["rows"]}
-    assert {"ours (sqlite)", "fts5-or-bm25"} <= set(engines)
+    assert {"ours lexical (sqlite)", "fts5-or-bm25"} <= set(engines)
+    assert "ours hybrid (sqlite)" in engines or "ours hybrid" in data["skipped"]
     assert "tantivy" in engines or "tantivy" in data["skipped"]
     for row in engines.values():
         assert 0 < row["ndcg10"] < 1 and 0 < row["recall10"] < 1 and row["p50_ms"] > 0

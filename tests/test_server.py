@@ -505,14 +505,14 @@ protocol.Protocol._ping = staticmethod(noisy_ping)
 
 FAILING_STORE = """
 real_search = kbcite.store.HANDLERS["search_knowledge_base"]
-def failing_search(ctx, args, granted, actor=None):
+def failing_search(ctx, args, *rest):
     if args["query"] == "locked":
         raise sqlite3.OperationalError("database is locked")
     if args["query"] == "full":
         raise sqlite3.OperationalError("database or disk is full")
     if args["query"] == "bug!":
         raise RuntimeError("a bug")
-    return real_search(ctx, args, granted, actor)
+    return real_search(ctx, args, *rest)
 kbcite.store.HANDLERS["search_knowledge_base"] = failing_search
 """
 
