@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 
 from .errors import InvalidArgument, ToolError
-from .markdown import SourceDocument, fallback_title, parse_document, read_utf8_file
+from .markdown import SourceDocument, parse_document, read_utf8_file, title_from_name
 from .threeway import conflict_left, pending_path
 from .validation import check_new_article
 
@@ -275,14 +275,12 @@ def read_folder(directory, progress=None):
     for done, (source, path) in enumerate(paths, 1):
         try:
             text = read_utf8_file(path, source, "directory")
-            stem = os.path.basename(source)
-            stem = stem[:-len(".markdown")] if stem.lower().endswith(".markdown") else stem[:-3]
             waiting = os.path.exists(pending_path(path)) and conflict_left(text, True)
             if waiting:  # kb merge's markers, a code block's too, while its merge waits
                 raise ValueError("it still holds the conflict kb merge wrote, at line %d (%s): "
                                  "resolve it and run kb merge again" % (waiting[0],
                                                                         waiting[1][:60]))
-            title, content, meta = parse_document(text, fallback_title(stem))
+            title, content, meta = parse_document(text, title_from_name(source))
             check_new_article(title, content, "title", "content")
         except (ValueError, ToolError) as exc:
             reason = exc.message if isinstance(exc, ToolError) else str(exc)

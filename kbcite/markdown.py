@@ -46,6 +46,21 @@ def fallback_title(stem):
     return stem if len(stem) <= TITLE_MAX else stem[:TITLE_MAX - 1].rstrip() + "\u2026"
 
 
+def title_from_name(path):
+    """The title the name of the Markdown file at ``path`` gives, as import takes it: the
+    name without ``.md`` or ``.markdown`` (any case; another extension too), then
+    ``fallback_title``."""
+    name = os.path.basename(path)
+    lower = name.lower()
+    if lower.endswith(".markdown"):
+        stem = name[:-len(".markdown")]
+    elif lower.endswith(".md"):
+        stem = name[:-len(".md")]
+    else:
+        stem = os.path.splitext(name)[0]
+    return fallback_title(stem)
+
+
 def parse_markdown(text, fallback_title):
     """``(title, body)`` of a Markdown text: front matter ``title``, else the first ``# ``
     heading (removed from the body), else ``fallback_title``. A BOM and front matter are

@@ -8,7 +8,7 @@ import sys
 import uuid
 
 from ..errors import InvalidArgument, NotFound, VersionConflict
-from ..markdown import decode_utf8, fallback_title, parse_document, read_utf8_file
+from ..markdown import decode_utf8, parse_document, read_utf8_file, title_from_name
 from .messages import PROG, CommandError
 from .output import actor_text, emit, marked, one_line, print_json, stale, table
 
@@ -80,9 +80,8 @@ def version_result(args, updated_at, out, **extra):
 
 def cmd_add(store, args, out):
     """Add an article; prints its ID."""
-    stem = None if args.file in (None, "-") else fallback_title(
-        os.path.splitext(os.path.basename(args.file))[0])
-    found, content = markdown_file(args, read_content(args, True), stem)
+    named = None if args.file in (None, "-") else title_from_name(args.file)
+    found, content = markdown_file(args, read_content(args, True), named)
     title = args.title if args.title is not None else found
     if title is None:
         raise CommandError("give the article a title: --title T, or a # heading or front "

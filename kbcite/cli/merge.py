@@ -20,7 +20,7 @@ import os
 from ..errors import VersionConflict
 from ..exporter import write_atomically
 from ..importer import normalized
-from ..markdown import fallback_title, format_like, parse_document, read_utf8_file
+from ..markdown import format_like, parse_document, read_utf8_file, title_from_name
 from ..threeway import conflict_left, marker_block, merge, pending_path
 from .messages import CommandError, Conflict
 from .output import print_json, stale
@@ -42,18 +42,12 @@ def _digest(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _stem(path):
-    name = os.path.basename(path)
-    return name[:-len(".markdown")] if name.lower().endswith(".markdown") else \
-        os.path.splitext(name)[0]
-
-
 def _read(path):
     """``(text, title, body, meta)`` of the file, read as import reads it (one clear error
     where it cannot be: unreadable, not UTF-8, conflict markers left, no content)."""
     text = read_utf8_file(path, "--file %s" % path, "--file")
     try:
-        title, body, meta = parse_document(text, fallback_title(_stem(path)))
+        title, body, meta = parse_document(text, title_from_name(path))
     except ValueError as exc:
         raise CommandError("--file %s cannot be merged: %s" % (path, exc),
                            argument="--file") from None
