@@ -44,7 +44,6 @@ RESERVED_FDS = 64
 # without its "Invalid HTTP request received." (the guarded protocol logs the reason itself).
 LOG_FILTERS = {"refusals": "kbcite.server.http.serve.DropRefusals"}
 LOG_LEVELS = {"uvicorn": "WARNING", "uvicorn.error": "WARNING", "uvicorn.access": "WARNING"}
-LOG_CONFIG = log_config(filters=LOG_FILTERS, levels=LOG_LEVELS)
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +116,11 @@ def server_log_config(log_format="plain", log_file=None):
 
 def config(settings, guard, workers=1, ssl_certfile=None, ssl_keyfile=None, logs=None):
     """uvicorn's Config for the app: the guarded protocol, our logs (``logs``, a
-    ``server_log_config``), no proxy headers trusted (behind a proxy, uvicorn's own
+    ``server_log_config``; plain on stderr when None), no proxy headers trusted (behind a proxy, uvicorn's own
     --proxy-headers), a bounded graceful shutdown."""
     made = uvicorn.Config(
         AppFactory(settings), factory=True, http=GuardedH11Protocol, lifespan="on",
-        log_config=logs or LOG_CONFIG, access_log=False, proxy_headers=False,
+        log_config=logs or server_log_config(), access_log=False, proxy_headers=False,
         server_header=False, headers=[("server", "%s/%s" % (SERVER_NAME, SERVER_VERSION))],
         timeout_keep_alive=guard.idle_timeout, timeout_graceful_shutdown=GRACEFUL_S,
         h11_max_incomplete_event_size=guard.head_max, backlog=BACKLOG, workers=workers,
