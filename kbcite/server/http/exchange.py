@@ -11,10 +11,9 @@ import json
 import logging
 import threading
 
-from ...errors import ToolError
 from ..inbound import ERROR_STATUS, route, session_version_error
 from ..jsonrpc import PARSE_ERROR, error_response, id_if_any
-from .request import Refusal, Reply, refusal, unavailable
+from .request import Refusal, Reply, refusal
 from .sessions import SessionSubscriptions
 from .streams import ListenStreams, Stream
 
@@ -162,44 +161,37 @@ class Exchange:
 
     def _message(self, body, parsed, principal, stream, watch):
         """On a worker thread: the token, the message, its session, then its answer."""
+        return self.app.sessions.answer(self.req, self._answer, body, parsed, principal,
+                                        stream, watch)
+
+    def _answer(self, hold, body, parsed, principal, stream, watch):
         req, app = self.req, self.app
+        if parsed is None:
+            message, problem = _parse(body)
+            routed = route(message, req.scope["headers"]) if problem is None else None
+        else:
+            message, problem, routed = parsed
+        session_id = req.header(b"mcp-session-id")
         session = None
-        try:
-            if parsed is None:
-                message, problem = _parse(body)
-                routed = route(message, req.scope["headers"]) if problem is None else None
-            else:
-                message, problem, routed = parsed
-            session_id = req.header(b"mcp-session-id")
-            try:
-                with app.auth.connections.borrow() as store:
-                    if principal is None:
-                        principal = app.auth.authenticate(req, store, routed)
-                    if routed is not None:
-                        app.auth.check_scope(req, routed, principal)
-                    if problem is not None:
-                        return Reply(400, refusal(problem, PARSE_ERROR))
-                    if routed.kind is None:
-                        return Reply(400, error_response(id_if_any(message), routed.error))
-                    if session_id is not None and not routed.sessionless:
-                        session = app.sessions.find(store, session_id, principal)
-                        if session is None:
-                            raise Refusal(404, refusal("Session not found: it ended, or never "
-                                                       "was; send initialize for a new one"))
-            except ToolError as exc:
-                raise unavailable(req, exc)
-            if routed.kind == "request":
-                return self._request(message, routed, principal, session, stream, watch)
-            if routed.kind == "notification":
-                return self._notification(message, session)
-            return self._response(message, session)
-        except Refusal as refused:
-            return refused.reply
-        except ToolError as exc:
-            return unavailable(req, exc).reply
-        finally:
-            if session is not None:
-                app.sessions.release(session)
+        with app.auth.connections.borrow() as store:
+            if principal is None:
+                principal = app.auth.authenticate(req, store, routed)
+            if routed is not None:
+                app.auth.check_scope(req, routed, principal)
+            if problem is not None:
+                return Reply(400, refusal(problem, PARSE_ERROR))
+            if routed.kind is None:
+                return Reply(400, error_response(id_if_any(message), routed.error))
+            if session_id is not None and not routed.sessionless:
+                session = hold(app.sessions.find(store, session_id, principal))
+                if session is None:
+                    raise Refusal(404, refusal("Session not found: it ended, or never "
+                                               "was; send initialize for a new one"))
+        if routed.kind == "request":
+            return self._request(message, routed, principal, session, stream, watch)
+        if routed.kind == "notification":
+            return self._notification(message, session)
+        return self._response(message, session)
 
     def _notification(self, message, session):
         """202 for any notification; a session's initialized and cancelled are acted on."""

@@ -126,6 +126,26 @@ class HttpSessions:
                 if entry[1] <= 0:
                     del self._local[session.id]
 
+    def answer(self, req, serve, *args):
+        """On a worker thread: ``serve(hold, *args)``'s reply, where ``hold(session)`` (which
+        returns the session) marks what ``find`` gave the request, released here however the
+        request ends; a Refusal raised is the reply, a store that fails a 503."""
+        held = []
+
+        def hold(session):
+            if session is not None:
+                held.append(session)
+            return session
+        try:
+            return serve(hold, *args)
+        except Refusal as refused:
+            return refused.reply
+        except ToolError as exc:
+            return unavailable(req, exc).reply
+        finally:
+            for session in held:
+                self.release(session)
+
     # -- what the client sends to a session ------------------------------------------------------
 
     def initialized(self, session):
@@ -297,25 +317,20 @@ class SessionSubscriptions:
 
 def delete(app, req):
     """On a worker thread: DELETE ends the caller's session named by Mcp-Session-Id; 204."""
+    return app.sessions.answer(req, _delete, app, req)
+
+
+def _delete(hold, app, req):
     session_id = req.header(b"mcp-session-id")
-    session = None
-    try:
-        with app.auth.borrow() as store:
-            principal = app.auth.authenticate(req, store)
-            if session_id is None:
-                raise Refusal(405, refusal("Method not allowed: DELETE ends a session; this "
-                                           "request names none"),
-                              [(b"Allow", b"POST, DELETE, OPTIONS")])
-            session = app.sessions.find(store, session_id, principal)
-        if session is None:
-            raise Refusal(404, refusal("Session not found: it ended, or never was"))
-        app.sessions.end(session)
-        log.info("session %s ended by its client", session_id)
-        return Reply(204)
-    except Refusal as refused:
-        return refused.reply
-    except ToolError as exc:
-        return unavailable(req, exc).reply
-    finally:
-        if session is not None:
-            app.sessions.release(session)
+    with app.auth.borrow() as store:
+        principal = app.auth.authenticate(req, store)
+        if session_id is None:
+            raise Refusal(405, refusal("Method not allowed: DELETE ends a session; this "
+                                       "request names none"),
+                          [(b"Allow", b"POST, DELETE, OPTIONS")])
+        session = hold(app.sessions.find(store, session_id, principal))
+    if session is None:
+        raise Refusal(404, refusal("Session not found: it ended, or never was"))
+    app.sessions.end(session)
+    log.info("session %s ended by its client", session_id)
+    return Reply(204)
