@@ -3,8 +3,9 @@
 for ``uvicorn --factory kbcite.server.asgi:app_from_env``. The app itself is ``http/``.
 """
 
+from .config import app_from_env
 from .http.app import MCP_PATH, METADATA_PATH, McpApp
-from .http.settings import KEEPALIVE_S, MAX_BODY, Settings, app_from_env, create_app
+from .http.settings import KEEPALIVE_S, MAX_BODY, Settings, create_app
 
 __all__ = ["KEEPALIVE_S", "MAX_BODY", "MCP_PATH", "METADATA_PATH", "McpApp", "Settings",
            "app_from_env", "create_app"]

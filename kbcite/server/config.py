@@ -4,7 +4,8 @@
 The keys are the server's long options without their dashes (``max-body``, ``oauth-issuer``),
 with ``db``, ``host`` and ``port``; an option given many times is a list (``allow-origins``,
 ``oauth-scopes``). Each key's environment variable is ``KB_`` and the key in capitals,
-``-`` as ``_`` (``KB_MAX_BODY``), the names ``app_from_env`` reads too. A relative path in a
+``-`` as ``_`` (``KB_MAX_BODY``); ``app_from_env`` (``uvicorn --factory``) reads the same
+variables through the same checks, those that are the app's ``Settings``. A relative path in a
 file is taken from the file's folder, so a unit or a container finds the same files whatever
 its working directory. Secrets are never keys: ``KB_SIGNING_SECRET`` (or
 ``signing-secret-file``) and ``KB_OAUTH_CLIENT_SECRET`` stay in the environment.
@@ -44,6 +45,14 @@ PATH_KEYS = ("db", "ssl-certfile", "ssl-keyfile", "signing-secret-file", "log-fi
 
 # Options that are not settings of a server kb serve starts: stdio's, and the secrets'.
 NOT_KEYS = ("help", "version", "grant", "writes", "actor", "http", "config", "json", "check")
+
+# The keys app_from_env takes, by their dest: those whose dest (or, where the app's Settings
+# name it apart, the field beside it) is a field of Settings; the rest (workers, timeouts of the
+# guarded protocol, TLS, logs) are kb-server's, outside the app, and host is the one a server
+# listens on. The one secret among its Settings stays a variable of its own, as every secret.
+APP_FIELDS = {"allow_origin": "allowed_origins", "oauth_scope": "oauth_scopes"}
+NOT_APP_KEYS = ("db", "host")
+APP_SECRET = ("KB_OAUTH_CLIENT_SECRET", "oauth_client_secret")
 
 TOML_TYPES = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"),
               (list, "an array"), (dict, "a table"))
@@ -235,11 +244,13 @@ def read(path):
     return where, values
 
 
-def from_environment(environ):
-    """``{dest: value}`` of the ``KB_`` variables set (and not empty) in ``environ``;
-    ConfigError naming the variable and what is allowed."""
+def from_environment(environ, dests=None):
+    """``{dest: value}`` of the ``KB_`` variables set (and not empty) in ``environ`` (those of
+    ``dests`` alone, if given); ConfigError naming the variable and what is allowed."""
     values = {}
     for key in keys().values():
+        if dests is not None and key.dest not in dests:
+            continue
         text = environ.get(key.variable)
         if not text:
             continue
@@ -249,3 +260,32 @@ def from_environment(environ):
             raise ConfigError("$%s must be %s, got %r" % (key.variable, exc, text[:80])) \
                 from None
     return values
+
+
+def app_from_env(environ=None):
+    """``uvicorn --factory kbcite.server.asgi:app_from_env``: the app for the store at
+    ``$KB_DB``, signed with ``$KB_SIGNING_SECRET``, its ``Settings`` from the ``KB_``
+    variables ``kb serve`` reads, checked alike; RuntimeError naming a variable that cannot
+    be used."""
+    import dataclasses
+
+    from .http.settings import Settings, create_app
+
+    environ = os.environ if environ is None else environ
+    db = environ.get("KB_DB")
+    if not db:
+        raise RuntimeError("KB_DB is not set: export KB_DB=STORE (a file or a postgresql:// "
+                           "URL made with kb init) before starting the app")
+    fields = {field.name for field in dataclasses.fields(Settings)}
+    taken = {dest: APP_FIELDS.get(dest, dest) for dest in (key.dest for key in keys().values())
+             if dest not in NOT_APP_KEYS and APP_FIELDS.get(dest, dest) in fields}
+    try:
+        values = from_environment(environ, taken)
+    except ConfigError as exc:
+        raise RuntimeError(str(exc)) from None
+    options = {taken[dest]: value for dest, value in values.items()}
+    variable, field = APP_SECRET
+    if environ.get(variable):
+        options[field] = environ[variable]
+    secret = environ.get("KB_SIGNING_SECRET")
+    return create_app(db, signing_secret=secret.encode("utf-8") if secret else None, **options)

@@ -1,8 +1,8 @@
-"""What the HTTP app serves and its limits: ``Settings``, the environment ``app_from_env``
-reads, and ``create_app`` to mount the endpoint in a team's own application."""
+"""What the HTTP app serves and its limits: ``Settings``, and ``create_app`` to mount the
+endpoint in a team's own application (``kbcite.server.config.app_from_env`` makes it from the
+environment)."""
 
 import logging
-import os
 import secrets
 from dataclasses import dataclass
 from typing import Optional
@@ -24,26 +24,6 @@ MAX_BODY = 8 * 1024 * 1024
 # Requests in progress at once per process, each on a thread (a question waiting for its
 # person holds one, but no store connection); one more is 503 at once.
 MAX_REQUESTS = 128
-
-# The environment app_from_env reads, each to a Settings field and its type.
-ENVIRONMENT = {"KB_ALLOW_ORIGINS": ("allowed_origins", "list"), "KB_MAX_BODY": ("max_body", int),
-               "KB_THREADS": ("threads", int), "KB_QUEUED_EDITS": ("queued_edits", int),
-               "KB_APPROVAL_TTL": ("approval_ttl", int),
-               "KB_AUTHORIZATION_SERVER": ("authorization_server", str),
-               "KB_SESSION_TIMEOUT": ("session_timeout", float),
-               "KB_SESSIONS_PER_TOKEN": ("sessions_per_token", int),
-               "KB_WEB_SESSION_TIMEOUT": ("web_session_timeout", float),
-               "KB_WEB_SESSIONS_PER_TOKEN": ("web_sessions_per_token", int),
-               "KB_KEEPALIVE": ("keepalive", float),
-               "KB_SUBSCRIPTIONS_PER_TOKEN": ("subscriptions_per_token", int),
-               "KB_OAUTH_ISSUER": ("oauth_issuer", str),
-               "KB_OAUTH_AUDIENCE": ("oauth_audience", str),
-               "KB_OAUTH_SUBJECT_CLAIM": ("oauth_subject_claim", str),
-               "KB_OAUTH_WRITES": ("oauth_writes", str),
-               "KB_OAUTH_CLIENT_ID": ("oauth_client_id", str),
-               "KB_OAUTH_CLIENT_SECRET": ("oauth_client_secret", str),
-               "KB_OAUTH_SCOPES": ("oauth_scopes", "list"),
-               "KB_PUBLIC_URL": ("public_url", str)}
 
 log = logging.getLogger(__name__)
 
@@ -112,28 +92,3 @@ def create_app(db, *, signing_secret=None, **options):
             raise ValueError("public_url: %s" % exc) from None
     return McpApp(Settings(db=db, signing_secret=signing_secret, **options))
 
-
-def app_from_env():
-    """``uvicorn --factory kbcite.server.asgi:app_from_env``: the app for the store at
-    ``$KB_DB``, signed with ``$KB_SIGNING_SECRET``, its options from ``ENVIRONMENT``."""
-    db = os.environ.get("KB_DB")
-    if not db:
-        raise RuntimeError("KB_DB is not set: export KB_DB=STORE (a file or a postgresql:// "
-                           "URL made with kb init) before starting the app")
-    options = {}
-    for name, (field, kind) in ENVIRONMENT.items():
-        value = os.environ.get(name)
-        if value:
-            try:
-                options[field] = (tuple(v for v in value.replace(",", " ").split() if v)
-                                  if kind == "list" else kind(value))
-            except ValueError:
-                raise RuntimeError("%s=%r is not a valid %s" % (name, value, kind.__name__)
-                                   ) from None
-    secret = os.environ.get("KB_SIGNING_SECRET")
-    if "public_url" in options:
-        try:
-            options["public_url"] = check_public_url(options["public_url"])
-        except ValueError as exc:
-            raise RuntimeError("KB_PUBLIC_URL: %s" % exc) from None
-    return create_app(db, signing_secret=secret.encode("utf-8") if secret else None, **options)
