@@ -45,7 +45,7 @@ def clock():
 # Under ``pytest -n`` (the README's command) a module-scoped fixture is set up once in every
 # worker process that runs a test taking it: the 200-seed run, the built wheel, the npm
 # installs, a browser. Such tests are kept on one worker (xdist's loadgroup, pyproject's
-# addopts); the rest go wherever a worker is free.
+# addopts); the rest go wherever a worker is free (tests/test_workers.py checks it).
 SHARED_SCOPES = ("module", "package", "class")
 
 
@@ -58,6 +58,20 @@ def _shares_a_fixture(item):
                for defs in info.name2fixturedefs.values())
 
 
+def _group(config, item, name):
+    """Put ``item`` in xdist's group ``name``: its marker, and in a worker of ``--dist
+    loadgroup`` the ``@name`` its node ID ends with, which is what the scheduler reads."""
+    item.add_marker(pytest.mark.xdist_group(name))
+    node_id = getattr(item, "_id", None)
+    if getattr(config.option, "loadgroup", False) and node_id is not None \
+            and "@" not in str(node_id):
+        # pytest 9 keeps a node's ID as a NodeId in ``_id``, where pytest-xdist (3.8) still
+        # writes the suffix to ``_nodeid``, which pytest 9 no longer reads: written here.
+        item._id = type(node_id).parse("%s@%s" % (node_id, name))
+
+
+# First, before pytest-xdist's own hook: it suffixes the node IDs of the tests marked by then.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Keep a module's tests that share a module fixture on one worker, and start the long
     ones first, so that no worker is left with a long test at the end (docs/development.md).
@@ -69,7 +83,7 @@ def pytest_collection_modifyitems(config, items):
     shared = {}  # module name: whether any of its sharing tests is slow
     for item in items:
         if _shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            _group(config, item, item.module.__name__)
             name = item.module.__name__
             shared[name] = shared.get(name, False) or slow[id(item)]
 
