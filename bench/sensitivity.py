@@ -2,13 +2,15 @@
 
     python bench/sensitivity.py                # 20 seeds of each of the four combinations
     python bench/sensitivity.py --seeds 1-5 --json sensitivity.json
+    python bench/sensitivity.py --seeds 1 --articles 40 --questions 20 --saves 30 --hours 2
 
 Popularity is ``independent`` (one ranking shuffled without regard to titles: an article's
 nearest text neighbour is usually unpopular) or ``topical`` (a subject's articles on
 consecutive ranks, same Zipf shares). A question is its article's ``title`` words, or a
 ``paraphrase`` of its action and subject only. Each combination runs the full default day
-(Zipf, control and edit experiment) for every seed, and prints one Markdown row, with the
-article's figures last. The table in docs/simulation.md is this command's output.
+(Zipf, control and edit experiment) for every seed, or a smaller one (``--articles``,
+``--questions``, ``--saves``, ``--hours``, as ``sim.py`` takes them: a quick check that it
+runs), and prints one Markdown row, with the article's figures last. The table in docs/simulation.md is this command's output.
 """
 
 import argparse
@@ -17,7 +19,7 @@ import sys
 
 import common
 from kbcite.sim import model, runner
-from kbcite.sim.cli import file_error, parse_seeds
+from kbcite.sim.cli import bounded, file_error, parse_seeds
 from kbcite.sim.report import seed_text
 
 DEFAULT_SEEDS = "1-20"
@@ -70,11 +72,18 @@ def _share(n, d):
     return n / d if d else 0.0
 
 
-def run(seeds, processes=None):
-    """Every combination over ``seeds``; returns {"rows": [...]} with each one's figures."""
+# The day's size, as sim.py's options name it, each with its bounds.
+DAY = {"articles": (2, model.MAX_ARTICLES), "questions": (1, model.MAX_QUESTIONS),
+       "saves": (0, model.MAX_SAVES), "hours": (1, model.MAX_HOURS)}
+
+
+def run(seeds, processes=None, day=None):
+    """Every combination over ``seeds`` on the default day (or ``day``, some of ``DAY``'s
+    sizes); returns {"rows": [...]} with each one's figures."""
     rows = []
     for popularity, questions_from in combinations():
-        config = model.Config(popularity=popularity, questions_from=questions_from)
+        config = model.Config(popularity=popularity, questions_from=questions_from,
+                              **(day or {}))
         report = runner.run(seeds, config, processes=processes)
         if report["check_mismatches"]:
             raise AssertionError("the simulation's checks failed: %s"
@@ -109,15 +118,21 @@ def main(argv=None):
     p.add_argument("--processes", type=int, default=None,
                    help="worker processes (default: one per core)")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    default = model.Config()
+    for name, (low, high) in DAY.items():
+        p.add_argument("--" + name, type=bounded("--" + name, low, high), default=None,
+                       help="the day's %s, as sim.py takes them (default %d)"
+                            % (name, getattr(default, name)))
     args = p.parse_args(argv)
     if args.processes is not None and args.processes < 1:
         p.error("--processes must be at least 1, got %d" % args.processes)
     problem = args.json and file_error(args.json)
     if problem:
         p.error("--json: %s" % problem)
-    result = run(args.seeds, args.processes)
-    print("`python bench/sensitivity.py --seeds %s`: the Zipf day unless named, seeds summed.\n"
-          % seed_text(args.seeds))
+    day = {name: getattr(args, name) for name in DAY if getattr(args, name) is not None}
+    result = run(args.seeds, args.processes, day)
+    print("`python bench/sensitivity.py --seeds %s%s`: the Zipf day unless named, seeds summed.\n"
+          % (seed_text(args.seeds), "".join(" --%s %d" % item for item in day.items())))
     print(render(result))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:

@@ -58,7 +58,7 @@ def parse_delays(text):
     return tuple(delays)
 
 
-def _bounded(name, low, high, kind=int, why=""):
+def bounded(name, low, high, kind=int, why=""):
     """An argparse type: ``kind`` from ``low`` to ``high``, each refusal naming ``name``."""
     def parse(text):
         try:
@@ -138,22 +138,22 @@ def _parser(prog=None):
     d = Config()
     p.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"),
                    help="N, A-B or a comma list (default 1-5)")
-    p.add_argument("--articles", type=_bounded(
+    p.add_argument("--articles", type=bounded(
         "--articles", 2, MAX_ARTICLES, why=" (the distinct titles of %d actions x %d subjects x "
         "%d audiences x %d surfaces or none)" % (len(ACTIONS), len(SUBJECTS), len(AUDIENCES),
                                                   len(SURFACES))), default=d.articles,
                    help="articles in the knowledge base (2 to %d; default %d)"
                         % (MAX_ARTICLES, d.articles))
-    p.add_argument("--questions", type=_bounded("--questions", 1, MAX_QUESTIONS),
+    p.add_argument("--questions", type=bounded("--questions", 1, MAX_QUESTIONS),
                    default=d.questions,
                    help="questions the agent answers over the day, at random times (1 to "
                         "%d; default %d)" % (MAX_QUESTIONS, d.questions))
-    p.add_argument("--saves", type=_bounded("--saves", 0, MAX_SAVES), default=d.saves,
+    p.add_argument("--saves", type=bounded("--saves", 0, MAX_SAVES), default=d.saves,
                    help="people's saves over the day, at random times (0 to %d; default %d)"
                         % (MAX_SAVES, d.saves))
-    p.add_argument("--hours", type=_bounded("--hours", 1, MAX_HOURS), default=d.hours,
+    p.add_argument("--hours", type=bounded("--hours", 1, MAX_HOURS), default=d.hours,
                    help="hours the day runs (1 to %d; default %d)" % (MAX_HOURS, d.hours))
-    p.add_argument("--zipf", type=_bounded("--zipf", 0.0, 10.0, float), default=d.zipf,
+    p.add_argument("--zipf", type=bounded("--zipf", 0.0, 10.0, float), default=d.zipf,
                    help="Zipf exponent s (0 = uniform popularity)")
     p.add_argument("--delays", type=parse_delays, default=d.delays,
                    help="edit delays, e.g. 10s,10m,1h,4h")
@@ -173,7 +173,7 @@ def _parser(prog=None):
                    help="run on PostgreSQL: a postgresql:// URL; each run gets a fresh schema "
                         "sim_seedN_PART in that database (default: in memory)")
     p.add_argument("--per-seed", action="store_true", help="add a column per seed")
-    p.add_argument("--processes", type=_bounded("--processes", 1, 64), default=None,
+    p.add_argument("--processes", type=bounded("--processes", 1, 64), default=None,
                    help="worker processes (default: one per core, at most one per seed)")
     return p
 
