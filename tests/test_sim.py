@@ -56,12 +56,13 @@ def without_timing(report):
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
-    """The README's command, run once for this module, with its JSON and its exit status;
-    in a shell that exports KB_DB for the quick start, which the run must not pick up."""
+    """The README's command, run once for this module, with its JSON and its exit status, as
+    docs/reproducing.md runs it (``--json run.json --per-seed``); in a shell that exports
+    KB_DB for the quick start, which the run must not pick up."""
     folder = tmp_path_factory.mktemp("sim")
     out = folder / "run.json"
     proc = subprocess.run(
-        [sys.executable, "sim.py", "--seeds", "1-5", "--json", str(out)],
+        [sys.executable, "sim.py", "--seeds", "1-5", "--json", str(out), "--per-seed"],
         cwd=str(ROOT), capture_output=True, text=True, timeout=600,
         env=dict(os.environ, KB_DB=str(folder / "kb.sqlite3")),
     )
@@ -97,9 +98,11 @@ def test_default_run_checks_hold_and_tables_print(default_run):
                     "| figure | article | ours | expected (model) |", "| zipf expected |",
                     "| expected rejected |", "would need about",
                     "## 7. Do stale citations still say what the answer used?",
-                    "| zipf expected given the saves |", "| check_citations calls |"):
+                    "| zipf expected given the saves |", "| check_citations calls |",
+                    "## Per seed", "| figure | all | seed 1 | seed 2 | seed 3 | seed 4 | seed 5 |"):
         assert heading in proc.stdout
-    assert proc.stdout.index("## 6.") < proc.stdout.index("## 7.")
+    assert proc.stdout.index("## 6.") < proc.stdout.index("## 7.") < proc.stdout.index(
+        "## Per seed")
     # The report's own invariants, whatever the counts are.
     gt = report["detection"]["ground_truth"]
     for strategy in ("reread", "poll"):
