@@ -246,7 +246,7 @@ def serve_http(args, secret, oauth):
         web_session_timeout=args.web_session_timeout,
         web_sessions_per_token=args.web_sessions_per_token,
         subscriptions_per_token=args.subscriptions_per_token, public_url=args.public_url,
-        access_log=args.log_format == "json", **oauth)
+        access_log=args.log_format == "json", web_process=True, **oauth)
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
                   max_connections=args.max_connections)
     if not is_loopback(args.host):

@@ -43,6 +43,8 @@ class JsonFormatter(logging.Formatter):
             line["message"] = record.getMessage()
             if record.exc_info:
                 line["exception"] = self.formatException(record.exc_info)
+            elif record.exc_text:  # a record from the page process, formatted there
+                line["exception"] = record.exc_text
         return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -110,6 +110,8 @@ class McpApp:
             return
         self._closed = True
         self.hub.close()
+        if self._web is not None and hasattr(self._web, "close"):
+            self._web.close()
         self.sessions.close()
         self.threads.close()
         self.pool.close()

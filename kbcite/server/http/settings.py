@@ -69,6 +69,9 @@ class Settings:
     public_url: Optional[str] = None
     # One log record a request (kb-server --log-format json): http.access.
     access_log: bool = False
+    # The web pages rendered in a process of their own (web/process.py), so that they never
+    # hold /mcp's interpreter lock; kb-server --http sets it, a mounted app renders in its own.
+    web_process: bool = False
 
 
 def create_app(db, *, signing_secret=None, **options):

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, quote
 from ...errors import ToolError
 from ..http.threads import Threads
 from . import auth, routes
+from .process import PageProcess, PageProcessLost
 from .render import Renderer
 from .responses import Refused, Response, redirect
 from .views import live
@@ -90,9 +91,11 @@ class Page:
 
 
 class WebPages:
-    """The pages, on the MCP app ``mcp``: its pools, threads, settings and address checks."""
+    """The pages, on the MCP app ``mcp``: its pools, threads, settings and address checks.
+    With ``settings.web_process`` the views run in a page process (``process``) unless
+    ``in_process`` (the page process's own)."""
 
-    def __init__(self, mcp):
+    def __init__(self, mcp, in_process=False):
         self.mcp = mcp
         self.settings = mcp.settings
         self.renderer = Renderer()
@@ -106,6 +109,15 @@ class WebPages:
         self._not_found = self.renderer.page("not_found.html", person=None, csrf=None)
         self._files = {}  # static/'s files, read once
         self.threads = Threads(PAGE_THREADS, "kb-web")
+        self.process = None
+        if self.settings.web_process and not in_process:
+            self.process = PageProcess(self.settings, PAGE_THREADS, WebPages)
+            self.process.start()
+
+    def close(self):
+        """End the page process, if there is one."""
+        if self.process is not None:
+            self.process.close()
 
     def not_found(self):
         """The 404 page, the same bytes for whatever is missing or not granted."""
@@ -163,9 +175,18 @@ class WebPages:
             await live.stream(self, page, receive, send)
             return None
         # At most the app's max_requests at once, pages and /mcp together (503 past it), and
-        # the pages on threads of their own.
-        return await self.mcp.on_thread(req, self._view, req, route, params, query, form,
+        # the pages on threads of their own (each waiting for the page process, if any).
+        view = self._view if self.process is None else self._view_elsewhere
+        return await self.mcp.on_thread(req, view, req, route, params, query, form,
                                         threads=self.threads)
+
+    def _view_elsewhere(self, req, route, params, query, form):
+        """On a worker thread: ``_view``, run by the page process."""
+        try:
+            return self.process.view(req, route, params, query, form)
+        except PageProcessLost:
+            return self.error(503, "The page could not be made (the server is restarting its "
+                                   "pages); try again in a moment.")
 
     def _person(self, req, route, form, kb=None):
         """On a worker thread: who is signed in (at the page's knowledge base ``kb``), and

@@ -64,11 +64,18 @@ class Renderer:
     def __init__(self):
         self.env = Environment(loader=FileSystemLoader(TEMPLATES),
                                autoescape=select_autoescape(default=True, default_for_string=True),
-                               trim_blocks=True, lstrip_blocks=True)
+                               trim_blocks=True, lstrip_blocks=True,
+                               # The templates are the package's files: never looked at again.
+                               auto_reload=False)
         self.env.filters["u"] = url_part
         self.env.filters["marked"] = marked
         self.env.filters["when"] = when
         self.md = _markdown()
+
+    def compile_all(self):
+        """Compile every template now, before the first page waits for it."""
+        for name in self.env.list_templates():
+            self.env.get_template(name)
 
     def page(self, template, **values):
         """A whole page as bytes."""
