@@ -108,7 +108,7 @@ def test_a_person_edits_a_proposal_then_approves_it(site, chrome):
     assert shown(site, number)["content"] == "Invoices are sent monthly, by fax."
 
 
-def test_the_review_pages_have_no_serious_or_critical_accessibility_violation(site, chrome):
+def test_the_review_pages_have_no_serious_or_critical_accessibility_violation_and_ordered_headings(site, chrome):
     source = axe_or_skip()
     pending = propose(site, "Invoices are sent monthly, or weekly.", "axe-1")
     edited = propose(site, "Invoices are sent weekly.", "axe-2")
@@ -125,6 +125,10 @@ def test_the_review_pages_have_no_serious_or_critical_accessibility_violation(si
     print("axe-core %s violations by page: %r" % (AXE_VERSION, found))
     bad = {name: [v for v in found[name] if v[1] in ("serious", "critical")] for name in found}
     assert not any(bad.values()), bad
+    # Two diffs on a page: headings in order under the card's, each change's region named apart.
+    order = {name: [v for v in found[name] if v[0] in ("heading-order", "landmark-unique")]
+             for name in found}
+    assert not any(order.values()), order
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
