@@ -104,11 +104,19 @@ def audit_kb(db, kb):
     if kb["published_count"] != len(published):
         problems.append("knowledge base %r: counts %d published, holds %d"
                         % (name, kb["published_count"], len(published)))
-    docs, titles, terms = db.audit_search(kb["pk"])
+    docs, titles, terms, names = db.audit_search(kb["pk"])
     if [d["pk"] for d in docs] != published:
         problems.append("knowledge base %r: search statistics for %d articles, %d published"
                         % (name, len(docs), len(published)))
-    parsed = [SearchDoc.stored(d) for d in docs]
+    parsed = []
+    for d in docs:
+        try:
+            parsed.append(SearchDoc.stored(d, names))
+        except (KeyError, ValueError) as exc:
+            problems.append("knowledge base %r: the search statistics of article pk %d cannot "
+                            "be read (%s: %s)" % (name, d["pk"], type(exc).__name__, exc))
+            parsed.append(SearchDoc(tuple(d["title_terms"].split()), {}, d["title_len"],
+                                    d["body_len"]))
     # An article without a single word (a title of "!!!", a body of "...") has nothing
     # in an index to find it by: the indexes hold the published articles that have words.
     worded = [d["pk"] for d, doc in zip(docs, parsed) if doc.title_tokens or doc.body_counts]

@@ -7,7 +7,7 @@ snippet windows) lives beside the code it tunes, in ``kbcite.search``.
 from datetime import timedelta
 
 # Bumped whenever the schema changes; a file written by another schema is refused, not guessed at.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # The first schema with the semantic half's vectors: an upgrade from before it embeds the
 # store's articles where the model loads (else ``kb reindex`` does, later).

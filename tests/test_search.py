@@ -13,7 +13,7 @@ from kbcite.limits import CONTENT_MAX_BYTES
 from kbcite.search import ranking, text, tiers
 from kbcite.search.query import query_tree
 from kbcite.search.snippets import SNIPPET_SCAN_CHARS
-from support.old_schemas import as_schema_2
+from support.old_schemas import as_schema_2, as_schema_9
 
 KB = "kb-search"
 GRANTED = frozenset({KB})
@@ -425,6 +425,62 @@ def test_a_schema_2_store_is_upgraded_with_its_index_of_titles(engine, tmp_path,
         assert [ids(store, query, 5) for query in queries] == before
         kb_pk = kb_row(store)["pk"]
         assert len(titles_index(store, kb_pk)) == 44  # every published title
+
+
+def test_a_schema_9_store_is_upgraded_to_bodies_by_term_id(engine, tmp_path, request):
+    address = (str(tmp_path / "old.db") if engine == "sqlite"
+               else request.getfixturevalue("pg_url"))
+    with KBStore(address, create=True) as store:
+        queries = fill_for_title_queries(store)
+        before = [ids(store, query, 5) for query in queries]
+    as_schema_9(address, engine)
+    with pytest.raises(kbcite.NotAStore, match="kb upgrade"):
+        KBStore(address)
+    assert KBStore.upgrade(address) == (9, kbcite.SCHEMA_VERSION)
+    with KBStore(address) as store:
+        assert store.audit() == []
+        assert [ids(store, query, 5) for query in queries] == before
+        body = store._db.row("SELECT body FROM search_docs LIMIT 1")["body"]
+        assert isinstance(body, bytes) and body
+
+
+def test_a_stored_body_finds_each_count_by_its_terms_id():
+    # IDs and counts across the one-, two- and three-digit boundaries, and IDs whose
+    # digits are another ID's tail or head: each lookup finds its own entry, or nothing.
+    rng = random.Random(7)
+    term_ids = sorted(rng.sample(range(1, 300000), 400) + [0, 1, 127, 128, 129, 16383, 16384,
+                                                            2 ** 21 - 1, 2 ** 21, 5, 5 * 128])
+    counts = {("t%d" % i): rng.choice([1, 2, 3, 127, 128, 129, 16384, 10 ** 6])
+              for i in term_ids[::2]}
+    ids = {("t%d" % i): i for i in term_ids}
+    doc = ranking.SearchDoc(("x",), counts, 1, sum(counts.values()))
+    body = doc.body_bytes(ids)
+    for term, term_id in ids.items():
+        assert ranking.body_count(body, ranking.term_key(term_id)) == counts.get(term, 0), term
+    names = {i: t for t, i in ids.items()}
+    assert ranking.SearchDoc.stored({"title_terms": "x", "title_len": 1, "body": body,
+                                     "body_len": doc.body_len}, names) == doc
+    with pytest.raises(ValueError, match="inside a term ID"):
+        ranking.decode_body(body + ranking.term_key(5))
+
+
+def test_a_body_naming_an_unknown_term_id_is_damage_the_audit_reports(store, engine):
+    store.create_knowledge_base(KB)
+    art = store.create_article(KB, "Refunds", "How refunds work")
+    store.create_article(KB, "Shipping", "We ship in two days")
+    assert store.audit() == []
+    with store._db.write():
+        store._db.execute("UPDATE search_docs SET body = ? WHERE pk = (SELECT pk FROM articles "
+                          "WHERE article_id = ?)", (ranking.term_key(10 ** 6) + bytes([0x81]),
+                                                    art))
+    problems = store.audit()
+    assert any("search statistics of article" in p and "KeyError" in p for p in problems), problems
+    # An edit of that article finds the damage and writes nothing.
+    with pytest.raises(kbcite.StoreDamaged):
+        store.save_article(KB, art, content="New text")
+    assert store.get_article(KB, art)["content"] == "How refunds work"
+    store.rebuild_index(KB)
+    assert store.audit() == []
 
 
 def test_an_article_without_a_word_is_no_damage_to_the_audit(store, engine):

@@ -55,6 +55,33 @@ POSTGRES_PROPOSALS_SQL = PROPOSALS_SQL.format(pk="BIGSERIAL PRIMARY KEY", big="B
 POSTGRES_VECTORS_SQL = VECTORS_SQL.format(big="BIGINT", blob="BYTEA", rowid="")
 POSTGRES_PROPOSALS_SQL_6 = PROPOSALS_SQL_6.format(pk="BIGSERIAL PRIMARY KEY", big="BIGINT")
 
+# Each published article's search statistics: its title's tokens, its body's counts by term ID
+# (``kbcite.search.ranking``'s stored form), both lengths, its tsvectors; and each term's ID
+# and article counts (the IDs indexed too: an edit reads back the terms of the body it replaces).
+SEARCH_DOCS_SQL = """
+CREATE TABLE search_docs (
+    pk BIGINT PRIMARY KEY REFERENCES articles(pk),
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    title_terms TEXT NOT NULL,
+    title_len INTEGER NOT NULL,
+    body BYTEA NOT NULL,
+    body_len INTEGER NOT NULL,
+    tsv TSVECTOR NOT NULL,
+    title_tsv TSVECTOR NOT NULL
+);
+-- fastupdate off: every save goes straight into the index, since a pending list would be
+-- scanned row by row by every search until a vacuum merged it.
+CREATE INDEX search_docs_tsv ON search_docs USING GIN (tsv) WITH (fastupdate = off);
+CREATE INDEX search_docs_title_tsv ON search_docs USING GIN (title_tsv) WITH (fastupdate = off);
+CREATE TABLE search_terms (
+    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
+    term TEXT NOT NULL,
+    df_title BIGINT NOT NULL,
+    df_body BIGINT NOT NULL,
+    term_id BIGINT NOT NULL,
+    PRIMARY KEY (kb_pk, term)
+);
+CREATE UNIQUE INDEX search_terms_id ON search_terms (kb_pk, term_id)"""
 SCHEMA_SQL = """
 CREATE TABLE kb_meta (
     key TEXT PRIMARY KEY,
@@ -108,27 +135,7 @@ CREATE TABLE idempotency (
 );
 CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
 """ + ARTICLES_CHANGED_SQL + """;
-CREATE TABLE search_docs (
-    pk BIGINT PRIMARY KEY REFERENCES articles(pk),
-    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
-    title_terms TEXT NOT NULL,
-    title_len INTEGER NOT NULL,
-    body_terms TEXT NOT NULL,
-    body_len INTEGER NOT NULL,
-    tsv TSVECTOR NOT NULL,
-    title_tsv TSVECTOR NOT NULL
-);
--- fastupdate off: every save goes straight into the index, since a pending list would be
--- scanned row by row by every search until a vacuum merged it.
-CREATE INDEX search_docs_tsv ON search_docs USING GIN (tsv) WITH (fastupdate = off);
-CREATE INDEX search_docs_title_tsv ON search_docs USING GIN (title_tsv) WITH (fastupdate = off);
-CREATE TABLE search_terms (
-    kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
-    term TEXT NOT NULL,
-    df_title BIGINT NOT NULL,
-    df_body BIGINT NOT NULL,
-    PRIMARY KEY (kb_pk, term)
-);
+""" + SEARCH_DOCS_SQL + """;
 CREATE TABLE title_terms (
     kb_pk BIGINT NOT NULL REFERENCES knowledge_bases(pk),
     term TEXT NOT NULL,
@@ -186,4 +193,7 @@ MIGRATIONS = {
         "ALTER TABLE events ADD COLUMN actor TEXT",
         "ALTER TABLE events ADD COLUMN actor_issuer TEXT",
         "ALTER TABLE sessions DROP CONSTRAINT IF EXISTS sessions_token_name_fkey"],
+    # Schema 10: a body's counts as bytes by term ID, where they were text by term; the
+    # store re-indexes its knowledge bases.
+    9: ["DROP TABLE search_docs", "DROP TABLE search_terms"] + SEARCH_DOCS_SQL.split(";"),
 }

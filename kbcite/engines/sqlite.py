@@ -343,7 +343,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
                                     "table %s" % (len(broken), broken[0][0]))
         self._conn.execute("PRAGMA application_id = %d" % APPLICATION_ID)
         self._conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
-        return found, kbs if found < 2 else []
+        return found, kbs if found < 10 else []
 
     # -- connection and transactions -------------------------------------------------------------
 

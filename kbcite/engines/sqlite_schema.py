@@ -105,15 +105,16 @@ CREATE TABLE idempotency (
 CREATE INDEX idempotency_age ON idempotency (kb_pk, created_us);
 """ + ARTICLES_CHANGED_SQL + """;
 """
-SEARCH_SQL = """
--- Search: what ranking needs of each published article, per-term article counts, and each
--- title's terms ordered by title length (the any-word tier's best title candidates first).
+# Each published article's search statistics: its title's tokens, its body's counts by term ID
+# (``kbcite.search.ranking``'s stored form), both lengths; and each term's ID and article
+# counts (the IDs indexed too: an edit reads back the terms of the body it replaces).
+SEARCH_DOCS_SQL = """
 CREATE TABLE search_docs (
     pk INTEGER PRIMARY KEY REFERENCES articles(pk),
     kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
     title_terms TEXT NOT NULL,
     title_len INTEGER NOT NULL,
-    body_terms TEXT NOT NULL,
+    body BLOB NOT NULL,
     body_len INTEGER NOT NULL
 );
 CREATE TABLE search_terms (
@@ -121,8 +122,14 @@ CREATE TABLE search_terms (
     term TEXT NOT NULL,
     df_title INTEGER NOT NULL,
     df_body INTEGER NOT NULL,
+    term_id INTEGER NOT NULL,
     PRIMARY KEY (kb_pk, term)
 ) WITHOUT ROWID;
+CREATE UNIQUE INDEX search_terms_id ON search_terms (kb_pk, term_id)"""
+SEARCH_SQL = """
+-- Search: what ranking needs of each published article, per-term article counts, and each
+-- title's terms ordered by title length (the any-word tier's best title candidates first).
+""" + SEARCH_DOCS_SQL + """;
 CREATE TABLE title_terms (
     kb_pk INTEGER NOT NULL REFERENCES knowledge_bases(pk),
     term TEXT NOT NULL,
@@ -197,6 +204,9 @@ MIGRATIONS = {
         "INSERT INTO sessions SELECT * FROM temp.sessions_kept",
         "INSERT INTO session_messages SELECT * FROM temp.session_messages_kept",
         "DROP TABLE temp.sessions_kept", "DROP TABLE temp.session_messages_kept"],
+    # Schema 9 to 10: a body's counts as bytes by term ID, where they were text by term (2.5
+    # bytes a term, not 9); the store re-indexes its knowledge bases.
+    9: ["DROP TABLE search_docs", "DROP TABLE search_terms"] + SEARCH_DOCS_SQL.split(";"),
 }
 
 # The tables every store has had since schema 1; a file made before APPLICATION_ID existed is

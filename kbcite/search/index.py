@@ -6,27 +6,24 @@ and the knowledge base's token totals (BM25's averages) move together or not at 
 the articles' vectors, where the store has a ``semantic`` half (``kbcite.search.semantic``).
 """
 
-from .ranking import SearchDoc, presence_delta, presence_totals
+from .ranking import SearchDoc, decode_body, presence_delta, presence_totals
 
 
 def reindex(db, kb, pk, was_published, title, content, published, semantic=None):
     """Bring the search index (and the article's vector) in line with its new text and
     visibility."""
-    old = None
-    if was_published:
-        stored = db.search_doc(pk)
-        if stored is None:
-            raise db.damaged(kb, "search index")
-        old = SearchDoc.stored(stored)
+    old = stored_doc(db, kb, pk) if was_published else None
     new = SearchDoc.of(title, content) if published else None
+    if new is not None:
+        ids = db.term_ids(kb["pk"], sorted(new.terms()))
     if old is not None and new is not None:
-        db.search_doc_replace(kb["pk"], pk, old, new)
+        db.search_doc_replace(kb["pk"], pk, old, new, ids)
         db.index_replace(kb["pk"], pk, old, new)
     elif old is not None:
         db.index_remove(kb["pk"], pk, old)
         db.search_doc_delete(kb["pk"], pk, old)
     elif new is not None:
-        db.search_docs_put(kb["pk"], [(pk, new)])
+        db.search_docs_put(kb["pk"], [(pk, new)], ids)
         db.index_add(kb["pk"], [(pk, new)])
     db.term_counts_add(kb["pk"], presence_delta(old, new))
     db.kb_add_published(
@@ -37,13 +34,28 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None)
         semantic.written(db, kb, pk, title, content, published, was_published)
 
 
+def stored_doc(db, kb, pk):
+    """The SearchDoc stored for a published article (its terms read back by their IDs)."""
+    stored = db.search_doc(pk)
+    if stored is None:
+        raise db.damaged(kb, "search index")
+    body = bytes(stored["body"])
+    try:
+        return SearchDoc.stored(stored, db.term_names(kb["pk"], (i for i, _ in decode_body(body))))
+    except (KeyError, ValueError):
+        raise db.damaged(kb, "search index") from None
+
+
 def index_new(db, kb, docs, semantic=None, texts=()):
     """Index newly published ``(pk, SearchDoc)`` items at once: the index, the per-term
     counts and the totals, each in one statement for all of them; and, with a ``semantic``
     half, the vectors of their ``texts`` (``(pk, title, content)``)."""
-    db.search_docs_put(kb["pk"], docs)
+    totals = presence_totals(doc for _, doc in docs)
+    # The terms most articles hold get the smallest IDs: the fewest bytes where most stored.
+    ids = db.term_ids(kb["pk"], sorted(totals, key=lambda term: (-sum(totals[term]), term)))
+    db.search_docs_put(kb["pk"], docs, ids)
     db.index_add(kb["pk"], docs)
-    db.term_counts_add(kb["pk"], presence_totals(doc for _, doc in docs))
+    db.term_counts_add(kb["pk"], totals)
     db.kb_add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),
                         sum(d.body_len for _, d in docs))
     if semantic is not None:

@@ -35,7 +35,7 @@ def query_stats(db, kb, text):
     needs: average lengths, each term's idf and weight, the query's words as a phrase."""
     said = tokens(text)
     terms = query_terms(text)
-    counts = db.term_counts(kb["pk"], terms) if terms else {}
+    counts, ids = db.term_counts(kb["pk"], terms) if terms else ({}, {})
     # A word no published article holds cannot tell articles apart: it is ignored.
     terms = [term for term in terms if term in counts]
     if len(terms) > SCORED_TERMS_MAX:
@@ -51,7 +51,7 @@ def query_stats(db, kb, text):
              "weight": {t: weight[t] or 1 for t in terms},
              # Only a short query names a page by its title; a question's words name topics.
              "phrase": " %s " % " ".join(phrase) if len(terms) <= TIERED_TERMS_MAX else "",
-             "exact": phrase, "counts": counts}
+             "exact": phrase, "counts": counts, "ids": ids}
     return terms, stats
 
 
@@ -80,7 +80,7 @@ def ranked(db, kb, text, limit, work):
     exact = stats["exact"]
     cap = max(CANDIDATES_PER_QUERY, limit)
     scored = {}
-    needles = score_needles(terms)
+    needles = score_needles(terms, stats["ids"])
 
     def gather(lists, docs=None):
         # Score the articles these index queries found that are not scored yet (their

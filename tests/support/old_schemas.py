@@ -3,6 +3,7 @@
 from kbcite import KBStore
 from kbcite.engines import open_engine
 from kbcite.engines.sql.sessions import SESSIONS_SQL_4
+from kbcite.search.ranking import decode_body
 
 
 def _drop_back(address, engine, version, statements):
@@ -11,7 +12,8 @@ def _drop_back(address, engine, version, statements):
     try:
         with db.write():
             for statement in statements:
-                db.execute(statement)
+                # A statement, or (statement, its values).
+                db.execute(*((statement,) if isinstance(statement, str) else statement))
             if engine == "sqlite":
                 db.execute("PRAGMA user_version = %d" % version)
             else:
@@ -21,10 +23,33 @@ def _drop_back(address, engine, version, statements):
         db.close()
 
 
+def as_schema_9(address, engine):
+    """Take a store back to schema 9: a body's counts stored as text by term (a line
+    ``term<TAB>count`` each, between newlines), no term IDs."""
+    KBStore(address).close()  # a store of this schema, whole
+    db = open_engine(address)
+    try:
+        rows = db.rows("SELECT d.pk, d.kb_pk, d.body FROM search_docs AS d ORDER BY d.pk")
+        texts = []
+        for row in rows:
+            names = db.term_names(row["kb_pk"], [i for i, _ in decode_body(bytes(row["body"]))])
+            counts = {names[i]: n for i, n in decode_body(bytes(row["body"]))}
+            texts.append(("\n" + "".join("%s\t%d\n" % item for item in sorted(counts.items())),
+                          row["pk"]))
+    finally:
+        db.close()
+    statements = ["ALTER TABLE search_docs ADD COLUMN body_terms TEXT NOT NULL DEFAULT ''"]
+    statements += [("UPDATE search_docs SET body_terms = ? WHERE pk = ?", params)
+                   for params in texts]
+    statements += ["ALTER TABLE search_docs DROP COLUMN body", "DROP INDEX search_terms_id",
+                   "ALTER TABLE search_terms DROP COLUMN term_id"]
+    _drop_back(address, engine, 9, statements)
+
+
 def as_schema_8(address, engine):
     """Take a store back to schema 8: no actor's issuer, no actor on an event, every session
     a token's."""
-    KBStore(address).close()  # a store of this schema, whole
+    as_schema_9(address, engine)
     statements = ["ALTER TABLE versions DROP COLUMN actor_issuer",
                   "ALTER TABLE proposals DROP COLUMN actor_issuer",
                   "ALTER TABLE events DROP COLUMN actor", "ALTER TABLE events DROP COLUMN "

@@ -46,14 +46,18 @@ class AuditSQL:
         return versions, articles, texts, events
 
     def audit_search(self, kb_pk):
-        """What the search statistics hold: docs, their token totals, title rows, term rows."""
+        """What the search statistics hold: docs, title rows, term rows (``{term: (df_title,
+        df_body)}``) and the term IDs (``{ID: term}``)."""
         docs = self.rows("SELECT %s FROM search_docs WHERE kb_pk = ? ORDER BY pk"
                          % ", ".join(SEARCH_DOC_COLUMNS), (kb_pk,))
         titles = self.rows("SELECT term, title_len, pk FROM title_terms WHERE kb_pk = ? "
                            "ORDER BY pk, term", (kb_pk,))
-        terms = {r["term"]: (r["df_title"], r["df_body"]) for r in self.rows(
-            "SELECT term, df_title, df_body FROM search_terms WHERE kb_pk = ?", (kb_pk,))}
-        return docs, titles, terms
+        terms, names = {}, {}
+        for r in self.rows("SELECT term, df_title, df_body, term_id FROM search_terms "
+                           "WHERE kb_pk = ?", (kb_pk,)):
+            terms[r["term"]] = (r["df_title"], r["df_body"])
+            names[r["term_id"]] = r["term"]
+        return docs, titles, terms, names
 
     def damaged(self, kb, what):
         """The store_damaged error for a knowledge base whose ``what`` is inconsistent."""

@@ -3,7 +3,11 @@ the per-term article counts BM25 reads."""
 
 # What search keeps of an article, as ranking reads it (``search.ranking.score``,
 # ``SearchDoc.stored``).
-SEARCH_DOC_COLUMNS = ("pk", "title_terms", "title_len", "body_terms", "body_len")
+SEARCH_DOC_COLUMNS = ("pk", "title_terms", "title_len", "body", "body_len")
+
+# Terms per statement where a write looks up or adds its terms' IDs: under every engine's
+# limit of bound values.
+TERMS_PER_STATEMENT = 500
 
 
 class SearchSQL:
@@ -21,14 +25,15 @@ class SearchSQL:
         return self.execute("SELECT %s FROM search_docs WHERE pk IN (%s)"
                             % (", ".join(SEARCH_DOC_COLUMNS), marks), list(pks)).fetchall()
 
-    def search_docs_put(self, kb_pk, items):
-        """Store published articles' tokens: ``(pk, SearchDoc)`` items (with ``index_add``)."""
+    def search_docs_put(self, kb_pk, items, ids):
+        """Store published articles' tokens: ``(pk, SearchDoc)`` items, their terms' IDs in
+        ``ids`` (with ``index_add``)."""
         extra = self.search_doc_extra
         self.execute_many(
-            "INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body_terms, body_len%s) "
+            "INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body, body_len%s) "
             "VALUES (?, ?, ?, ?, ?, ?%s)" % ("".join(", " + c for c, _ in extra),
                                              "".join(", " + m for _, m in extra)),
-            [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_text, doc.body_len)
+            [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_bytes(ids), doc.body_len)
              + self._search_doc_extra(kb_pk, doc) for pk, doc in items])
         self._title_terms_put(kb_pk, items)
 
@@ -37,13 +42,14 @@ class SearchSQL:
         self.execute("DELETE FROM search_docs WHERE pk = ?", (pk,))
         self._title_terms_delete(kb_pk, pk, doc)
 
-    def search_doc_replace(self, kb_pk, pk, old, new):
-        """Replace a published article's stored tokens by ``new`` (with ``index_replace``);
-        its title's terms are rewritten only when the title's tokens changed."""
+    def search_doc_replace(self, kb_pk, pk, old, new, ids):
+        """Replace a published article's stored tokens by ``new``, its terms' IDs in ``ids``
+        (with ``index_replace``); its title's terms are rewritten only when the title's
+        tokens changed."""
         self.execute(
-            "UPDATE search_docs SET title_terms = ?, title_len = ?, body_terms = ?, "
+            "UPDATE search_docs SET title_terms = ?, title_len = ?, body = ?, "
             "body_len = ?%s WHERE pk = ?" % "".join(", %s = %s" % e for e in self.search_doc_extra),
-            (new.title_text, new.title_len, new.body_text, new.body_len)
+            (new.title_text, new.title_len, new.body_bytes(ids), new.body_len)
             + self._search_doc_extra(kb_pk, new) + (pk,))
         if old.title_tokens != new.title_tokens:
             self._title_terms_delete(kb_pk, pk, old)
@@ -70,23 +76,60 @@ class SearchSQL:
                      "body_tokens = 0 WHERE pk = ?", (kb_pk,))
 
     def term_counts(self, kb_pk, terms):
-        """``{term: (articles with it in the title, in the body)}`` for the terms any hold."""
+        """``({term: (articles with it in the title, in the body)}, {term: its ID})`` for the
+        terms any article holds."""
         marks = ",".join("?" * len(terms))
-        return {r["term"]: (r["df_title"], r["df_body"]) for r in self.rows(
-            "SELECT term, df_title, df_body FROM search_terms WHERE kb_pk = ? AND term IN (%s)"
-            % marks, [kb_pk] + list(terms))}
+        counts, ids = {}, {}
+        for r in self.rows("SELECT term, df_title, df_body, term_id FROM search_terms WHERE "
+                           "kb_pk = ? AND term IN (%s)" % marks, [kb_pk] + list(terms)):
+            counts[r["term"]] = (r["df_title"], r["df_body"])
+            ids[r["term"]] = r["term_id"]
+        return counts, ids
+
+    def term_ids(self, kb_pk, terms):
+        """``{term: ID}`` for ``terms`` (an ordered sequence), each term the knowledge base has
+        no row for given one, the next free IDs in that order (its counts follow with
+        ``term_counts_add``). Writes hold the knowledge base's lock, so IDs never clash."""
+        terms = list(dict.fromkeys(terms))
+        ids = {}
+        for start in range(0, len(terms), TERMS_PER_STATEMENT):
+            chunk = terms[start:start + TERMS_PER_STATEMENT]
+            for r in self.rows("SELECT term, term_id FROM search_terms WHERE kb_pk = ? AND "
+                               "term IN (%s)" % ",".join("?" * len(chunk)), [kb_pk] + chunk):
+                ids[r["term"]] = r["term_id"]
+        missing = [term for term in terms if term not in ids]
+        if missing:
+            top = self.row("SELECT max(term_id) AS top FROM search_terms WHERE kb_pk = ?",
+                           (kb_pk,))["top"]
+            first = 0 if top is None else top + 1
+            ids.update((term, first + n) for n, term in enumerate(missing))
+            self.execute_many("INSERT INTO search_terms (kb_pk, term, df_title, df_body, "
+                              "term_id) VALUES (?, ?, 0, 0, ?)",
+                              [(kb_pk, term, ids[term]) for term in missing])
+        return ids
+
+    def term_names(self, kb_pk, term_ids):
+        """``{ID: term}`` for the knowledge base's term IDs ``term_ids`` (those it has)."""
+        term_ids = sorted(set(term_ids))
+        names = {}
+        for start in range(0, len(term_ids), TERMS_PER_STATEMENT):
+            chunk = term_ids[start:start + TERMS_PER_STATEMENT]
+            for r in self.rows("SELECT term, term_id FROM search_terms WHERE kb_pk = ? AND "
+                               "term_id IN (%s)" % ",".join("?" * len(chunk)), [kb_pk] + chunk):
+                names[r["term_id"]] = r["term"]
+        return names
 
     def term_counts_add(self, kb_pk, deltas):
-        """Move the per-term article counts by ``{term: (title delta, body delta)}``."""
-        changes = [(kb_pk, term, d_title, d_body)
+        """Move the per-term article counts by ``{term: (title delta, body delta)}`` (every
+        term has its row: ``term_ids`` made those of new terms); a term no article holds any
+        more loses its row, and its ID."""
+        changes = [(d_title, d_body, kb_pk, term)
                    for term, (d_title, d_body) in sorted(deltas.items()) if d_title or d_body]
         if not changes:
             return
-        self.execute_many(
-            "INSERT INTO search_terms (kb_pk, term, df_title, df_body) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (kb_pk, term) DO UPDATE SET df_title = search_terms.df_title + "
-            "excluded.df_title, df_body = search_terms.df_body + excluded.df_body", changes)
-        gone = [(kb_pk, term) for _, term, d_title, d_body in changes if d_title < 0 or d_body < 0]
+        self.execute_many("UPDATE search_terms SET df_title = df_title + ?, df_body = df_body + ? "
+                          "WHERE kb_pk = ? AND term = ?", changes)
+        gone = [(kb_pk, term) for d_title, d_body, _, term in changes if d_title < 0 or d_body < 0]
         if gone:
             self.execute_many("DELETE FROM search_terms WHERE kb_pk = ? AND term = ? AND "
                               "df_title = 0 AND df_body = 0", gone)
