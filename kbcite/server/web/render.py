@@ -8,6 +8,8 @@ mailto and relative addresses (a ``javascript:`` link stays text).
 
 import os
 import re
+import threading
+from collections import OrderedDict
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -15,6 +17,10 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
 TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
+
+# Versions whose rendered HTML a process keeps (a version's text never changes): the articles
+# people are reading now, a few MiB at most.
+RENDERED_VERSIONS = 512
 
 # The schemes an article's link may use; one with none is relative to the page.
 LINK_SCHEMES = ("http", "https", "mailto")
@@ -71,6 +77,8 @@ class Renderer:
         self.env.filters["marked"] = marked
         self.env.filters["when"] = when
         self.md = _markdown()
+        self._rendered = OrderedDict()  # (kb, article, version) -> HTML, least recent first
+        self._lock = threading.Lock()
 
     def compile_all(self):
         """Compile every template now, before the first page waits for it."""
@@ -84,3 +92,19 @@ class Renderer:
     def markdown(self, text):
         """An article's Markdown as safe HTML."""
         return Markup(self.md.render(text))
+
+    def version(self, kb_id, article_id, version, text):
+        """The Markdown ``text`` of an article's version as safe HTML, rendered once while it
+        is among the last ``RENDERED_VERSIONS`` asked for."""
+        key = (kb_id, article_id, version)
+        with self._lock:
+            html = self._rendered.get(key)
+            if html is not None:
+                self._rendered.move_to_end(key)
+                return html
+        html = self.markdown(text)
+        with self._lock:
+            self._rendered[key] = html
+            if len(self._rendered) > RENDERED_VERSIONS:
+                self._rendered.popitem(last=False)
+        return html

@@ -32,7 +32,8 @@ def article(page):
     return page.render(
         "article.html", kb=kb_id, article=found, pinned=version is not None,
         current=current["updated_at"], source=current.get("source"),
-        body=page.web.renderer.markdown(found["content"]),
+        body=page.web.renderer.version(kb_id, article_id, found["updated_at"],
+                                       found["content"]),
         citation_json=json.dumps(citation, ensure_ascii=False),
         uri="kb://%s/articles/%s@%s" % (kb_id, article_id, found["updated_at"]),
         key=secrets.token_urlsafe(16))
