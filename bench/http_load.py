@@ -75,7 +75,7 @@ rows = [tuple(row) for row in json.loads(sys.stdin.read())]
 with KBStore(sys.argv[2], create=True) as store:
     store.create_knowledge_base(sys.argv[3])
     store.create_articles(sys.argv[3], rows)
-    token = store.create_token("load", [sys.argv[3]], "allow")
+    token = store.tokens.create("load", [sys.argv[3]], "allow")
     print(json.dumps({"token": token, "head": store.head_sequence(sys.argv[3])}))
 """
 

@@ -42,7 +42,7 @@ def make_store(path):
     with KBStore(path, create=True) as store:
         store.create_knowledge_base("support")
         store.create_article("support", "Resetting your password", "Version 0.")
-        return store.create_token("bench", ["support"], "allow")
+        return store.tokens.create("bench", ["support"], "allow")
 
 
 def timed_saves(db, edits, wait):

@@ -12,7 +12,7 @@ proposing against editing, and listing a long review queue.
 - **propose**: an agent's edit (``edit_knowledge_article``) against the same call in writes
   mode ``review`` (a proposal), each on a store of ``--articles`` articles, ``--calls`` calls
   each, alternately. Target: proposing at most 1.2x an edit.
-- **list**: ``KBStore.list_proposals`` of ``--pending`` pending proposals. Target: under 0.5 s.
+- **list**: ``KBStore.proposals.list`` of ``--pending`` pending proposals. Target: under 0.5 s.
 """
 
 import argparse
@@ -103,8 +103,8 @@ def bench_list(pending, repeats):
                 article = ids[n % len(ids)]
                 store.propose_edit(_edit_args(article, versions[article], n), granted=[KB],
                                    actor="agent")
-            ms = timed(lambda: store.list_proposals(KB), repeats)
-            count = len(store.list_proposals(KB))
+            ms = timed(lambda: store.proposals.list(KB), repeats)
+            count = len(store.proposals.list(KB))
     return common.markdown_table(["pending", "listed", "list ms (median)"],
                                  [[pending, count, "%.1f" % ms]])
 

@@ -180,7 +180,7 @@ def main(argv=None):
     db = os.path.join(folder, "kb.db")
     with KBStore(db, create=True) as store:
         store.create_knowledge_base("support")
-        token = store.create_token("slowloris", ["support"], "allow")
+        token = store.tokens.create("slowloris", ["support"], "allow")
     server, port = start_server(args.tree, db, args.server_args.split())
     try:
         quiet = [legit(port, token) for _ in range(40)]

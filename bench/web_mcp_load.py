@@ -229,7 +229,7 @@ def run(articles=100000, edited=500, agents=4, interval=0.05, browsers=16, think
         started = time.perf_counter()
         ids, queries, token = web_pages.build(path, articles, edited)
         with KBStore(path) as store:
-            people = [store.create_token("person-%d" % i, [KB], "ask") for i in range(browsers)]
+            people = [store.tokens.create("person-%d" % i, [KB], "ask") for i in range(browsers)]
             titles = [row["title"] for row in store.list_articles(KB)]
         build_s = time.perf_counter() - started
         paths = browse_paths(path, ids, queries)

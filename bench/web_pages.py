@@ -61,7 +61,7 @@ def build(path, count, edited, seed=SEED):
                 paragraphs[int(rng.random() * len(paragraphs))] = \
                     "Rewritten %d by a person, with a few new words." % save
                 store.save_article(KB, ids[i], content="\n\n".join(paragraphs), actor="bench")
-        token = store.create_token("bench", [KB], "allow")
+        token = store.tokens.create("bench", [KB], "allow")
     return [ids[i] for i in chosen], [corpus.question(articles[i][0]) for i in chosen], token
 
 

@@ -377,3 +377,36 @@ def audit(db, kb, versions, event_rows):
             problems.append("%s was approved as version %s, which the history does not hold"
                             % (name, row["version"]))
     return problems
+
+
+class Proposals:
+    """A store's proposals (writes mode review), as ``store.proposals``: list, show, approve,
+    reject, expire."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def list(self, kb_id, *, states=(PENDING,), expire_days=EXPIRE_DAYS_DEFAULT):
+        """A knowledge base's proposals in ``states``, oldest first: who, when, which article,
+        the size of the change, stale or not (overdue ones expire first)."""
+        return listing(self._ctx, kb_id, states, expire_days)
+
+    def show(self, kb_id, proposal_id, *, expire_days=EXPIRE_DAYS_DEFAULT):
+        """One proposal with its text, its base's and the current article's."""
+        return show(self._ctx, kb_id, proposal_id, expire_days)
+
+    def approve(self, kb_id, proposal_id, *, approver, rebase=False, edited=None,
+                expire_days=EXPIRE_DAYS_DEFAULT):
+        """Write a pending proposal as one new version (compare-and-swap against its base, or
+        re-applied with ``rebase``, or the person's ``edited`` text against the version they
+        saw); the version's actor is the agent, its approver the person."""
+        return approve(self._ctx, kb_id, proposal_id, approver, rebase=rebase, edited=edited,
+                       expire_days=expire_days)
+
+    def reject(self, kb_id, proposal_id, *, approver, reason, expire_days=EXPIRE_DAYS_DEFAULT):
+        """Reject a pending proposal with a reason; the agent hears of it in the log."""
+        return reject(self._ctx, kb_id, proposal_id, approver, reason, expire_days=expire_days)
+
+    def expire(self, kb_id, *, expire_days=EXPIRE_DAYS_DEFAULT):
+        """Expire the pending proposals older than ``expire_days`` days; returns how many."""
+        return expire(self._ctx, kb_id, expire_days)

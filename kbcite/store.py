@@ -10,11 +10,13 @@ module that owns it:
   compare-and-swap edit in ``kbcite.edits``, the event log in ``kbcite.events``, citations
   checked in ``kbcite.citations``), every failure turned into a ``ToolError``;
 - the people's side: knowledge bases and articles (``kbcite.articles``), their history
-  (``kbcite.history``), the Markdown import (``kbcite.importer``), bearer tokens
-  (``kbcite.tokens``), the audit (``kbcite.audit``);
-- the HTTP server's side, as handles: ``store.tokens`` (``kbcite.tokens.Tokens``: a token's
-  principal, why one was refused) and ``store.sessions`` (``kbcite.sessions.Sessions``: the
-  handshake sessions every server process on the store shares).
+  (``kbcite.history``), the Markdown import (``kbcite.importer``), the audit
+  (``kbcite.audit``);
+- handles of their own: ``store.tokens`` (``kbcite.tokens.Tokens``: bearer tokens made,
+  listed and revoked, a token's principal, why one was refused), ``store.sessions``
+  (``kbcite.sessions.Sessions``: the handshake sessions every server process on the store
+  shares) and ``store.proposals`` (``kbcite.proposals.Proposals``: the review of agents'
+  proposed edits).
 
 Who made a change is recorded with its version: ``actor`` on every write (a token's name, a
 stdio server's ``--actor``, a person's login; ``import`` for the import).
@@ -106,6 +108,8 @@ class KBStore:
         # why one was refused) and the handshake sessions every server process shares.
         self.tokens = tokens.Tokens(self._ctx)
         self.sessions = sessions.Sessions(self._ctx)
+        # The people's review of agents' proposed edits (writes mode review).
+        self.proposals = proposals.Proposals(self._ctx)
         # What a team issuer's people and groups may do, besides their tokens' scopes.
         self.grants = grants.Grants(self._ctx)
 
@@ -423,50 +427,3 @@ class KBStore:
         (``kbcite.importer.sync_articles``)."""
         return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
                                       dry_run=dry_run, yes=yes, progress=progress)
-
-    # -- proposals (writes mode review) ------------------------------------------------------------
-
-    def list_proposals(self, kb_id, *, states=("pending",),
-                       expire_days=proposals.EXPIRE_DAYS_DEFAULT):
-        """A knowledge base's proposals in ``states``, oldest first: who, when, which article,
-        the size of the change, stale or not (overdue ones expire first)."""
-        return proposals.listing(self._ctx, kb_id, states, expire_days)
-
-    def show_proposal(self, kb_id, proposal_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
-        """One proposal with its text, its base's and the current article's."""
-        return proposals.show(self._ctx, kb_id, proposal_id, expire_days)
-
-    def approve_proposal(self, kb_id, proposal_id, *, approver, rebase=False, edited=None,
-                         expire_days=proposals.EXPIRE_DAYS_DEFAULT):
-        """Write a pending proposal as one new version (compare-and-swap against its base, or
-        re-applied with ``rebase``, or the person's ``edited`` text against the version they
-        saw); the version's actor is the agent, its approver the person."""
-        return proposals.approve(self._ctx, kb_id, proposal_id, approver, rebase=rebase,
-                                 edited=edited, expire_days=expire_days)
-
-    def reject_proposal(self, kb_id, proposal_id, *, approver, reason,
-                        expire_days=proposals.EXPIRE_DAYS_DEFAULT):
-        """Reject a pending proposal with a reason; the agent hears of it in the log."""
-        return proposals.reject(self._ctx, kb_id, proposal_id, approver, reason,
-                                expire_days=expire_days)
-
-    def expire_proposals(self, kb_id, *, expire_days=proposals.EXPIRE_DAYS_DEFAULT):
-        """Expire the pending proposals older than ``expire_days`` days; returns how many."""
-        return proposals.expire(self._ctx, kb_id, expire_days)
-
-    # -- bearer tokens (the HTTP server's clients; ``self.tokens`` has the server's calls too) --
-
-    def create_token(self, name, grants, writes="ask", review=False):
-        """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
-        is ever shown (the store keeps its SHA-256); ``review``: its holder may approve and
-        reject proposals on the web pages."""
-        return self.tokens.create(name, grants, writes, review)
-
-    def list_tokens(self):
-        """Every token's name, grants, write mode, creation and revocation times."""
-        return self.tokens.list()
-
-    def revoke_token(self, name):
-        """Revoke a token: its next request is refused and its sessions end. Returns the
-        revocation time."""
-        return self.tokens.revoke(name)

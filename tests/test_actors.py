@@ -55,7 +55,7 @@ def test_a_proposal_keeps_its_issuer_into_the_version_it_becomes(kb):
         "knowledge_base_id": KB, "article_id": art, "content": "Free more.",
         "expected_version": version, "idempotency_key": "p1"}, granted={KB},
         actor="bob@example.com", issuer=ISSUER)
-    done = kb.approve_proposal(KB, proposed["proposal_id"], approver="carol")
+    done = kb.proposals.approve(KB, proposed["proposal_id"], approver="carol")
     last = kb.history(KB, art)[-1]
     assert (last["updated_at"], last["actor"], last["actor_issuer"], last["approver"]) == (
         done["version"], "bob@example.com", ISSUER, "carol")
@@ -113,7 +113,7 @@ def test_a_schema_8_store_is_upgraded_keeping_its_sessions(engine, tmp_path, req
         store.create_knowledge_base(KB)
         art, version = _new(store, "Disk", "Free space.", actor="ann")
         store.delete_article(KB, store.create_article(KB, "Gone", "x"))
-        store.create_token("one", [KB], "allow")
+        store.tokens.create("one", [KB], "allow")
         store.sessions.open("s1", "one", "2025-11-25", {}, idle_s=3600, per_token=4)
     as_schema_8(address, engine)
     with pytest.raises(kbcite.NotAStore, match="kb upgrade"):

@@ -121,7 +121,7 @@ def test_every_scenario_that_applies_passes(tmp_path):
         pytest.skip("npx is not installed: the conformance suite cannot run here")
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        token = store.create_token("conformance", ["support"], "allow")
+        token = store.tokens.create("conformance", ["support"], "allow")
     server = Server(made.path)
     report = []
     try:

@@ -64,11 +64,11 @@ def served(tmp_path):
     """A store with knowledge bases support and internal, and tokens for them."""
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        made.support = store.create_token("support-ask", ["support"], "ask")
-        made.support2 = store.create_token("support-ask-2", ["support"], "ask")
-        made.allow = store.create_token("support-allow", ["support"], "allow")
-        made.deny = store.create_token("support-deny", ["support"], "deny")
-        made.internal = store.create_token("internal-only", ["internal"], "allow")
+        made.support = store.tokens.create("support-ask", ["support"], "ask")
+        made.support2 = store.tokens.create("support-ask-2", ["support"], "ask")
+        made.allow = store.tokens.create("support-allow", ["support"], "allow")
+        made.deny = store.tokens.create("support-deny", ["support"], "deny")
+        made.internal = store.tokens.create("internal-only", ["internal"], "allow")
     return made
 
 
@@ -97,7 +97,7 @@ def test_no_token_a_wrong_one_or_a_revoked_one_gets_401_with_a_bearer_challenge(
     client = Http(s, served.allow)
     assert client.modern("tools/list")[0] == 200
     with kbcite.KBStore(str(served.path)) as store:
-        store.revoke_token("support-allow")
+        store.tokens.revoke("support-allow")
     status, _ = client.modern("tools/list")
     assert status == 401  # the very next request
 
@@ -516,7 +516,7 @@ def test_every_401_is_logged_with_its_reason_and_never_the_token(served, server)
                                    {"Authorization": header} if header else None)
         assert status == 401
     with kbcite.KBStore(str(served.path)) as store:
-        store.revoke_token("support-deny")
+        store.tokens.revoke("support-deny")
     assert Http(s, served.deny).post({"jsonrpc": "2.0", "id": 1, "method": "ping"})[0] == 401
     s.wait_for_log("401 for", count=5)
     log = s.text()
@@ -628,7 +628,7 @@ def test_sessions_expire_are_capped_per_token_and_end_with_their_token(served, s
     assert not alive(second) and alive(third)  # idle 2.4 s against used 1.2 s ago
     kept = initialize(Http(s, served.internal))
     with kbcite.KBStore(str(served.path)) as store:
-        store.revoke_token("support-allow")
+        store.tokens.revoke("support-allow")
         assert store.sessions.find(third, "support-allow", idle_s=60) is None
         assert store.sessions.find(kept, "internal-only", idle_s=60) is not None
 
@@ -707,8 +707,8 @@ def test_on_postgresql_a_lock_in_one_knowledge_base_delays_no_call_of_another(pg
 
     made = make_db(pg_url)
     with kbcite.KBStore(pg_url) as store:
-        writer = store.create_token("support-writer", ["support"], "allow")
-        other = store.create_token("internal-only", ["internal"], "allow")
+        writer = store.tokens.create("support-writer", ["support"], "allow")
+        other = store.tokens.create("internal-only", ["internal"], "allow")
         version = store.get_article("support", made.password)["updated_at"]
     s = Server(pg_url)
     results = []
@@ -758,7 +758,7 @@ def test_the_store_failing_while_a_token_is_checked_is_a_retryable_503(tmp_path)
     try:
         make_db(cluster.url)
         with kbcite.KBStore(cluster.url) as store:
-            token = store.create_token("outage", ["support"], "allow")
+            token = store.tokens.create("outage", ["support"], "allow")
         s = Server(cluster.url)
         assert Http(s, token).modern("tools/list")[0] == 200
         cluster.stop()

@@ -44,7 +44,7 @@ ENDS_WITHIN_S = 2.0
 def served(tmp_path):
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        made.token = store.create_token("floods", ["support"], "allow")
+        made.token = store.tokens.create("floods", ["support"], "allow")
     return made
 
 
@@ -261,7 +261,7 @@ def test_a_revoked_tokens_stream_hears_nothing_more_and_ends_at_once(served, ser
     time.sleep(0.3 * attempt)  # the revocation at other points of the watcher's cycle
     with kbcite.KBStore(str(served.path)) as store:
         revoked = time.monotonic()
-        store.revoke_token("floods")
+        store.tokens.revoke("floods")
         store.save_article("support", served.password, content="Saved after the revocation.")
     heard = list(stream)
     ended = time.monotonic() - revoked

@@ -23,7 +23,7 @@ PING = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
 def served(tmp_path):
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        made.token = store.create_token("guards", ["support"], "allow")
+        made.token = store.tokens.create("guards", ["support"], "allow")
     return made
 
 

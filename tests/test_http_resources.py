@@ -23,7 +23,7 @@ TIMEOUT = 15
 def served(tmp_path):
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        made.token = store.create_token("streams", ["support"], "allow")
+        made.token = store.tokens.create("streams", ["support"], "allow")
         made.secret = store.create_article("internal", "Secret", "Not for this token.")
     return made
 
@@ -229,7 +229,7 @@ def test_revoking_the_token_ends_its_listen_stream(served, server):
                     body.encode())
     assert stream.message()["method"] == "notifications/subscriptions/acknowledged"
     with kbcite.KBStore(str(served.path)) as store:
-        store.revoke_token("streams")
+        store.tokens.revoke("streams")
     # The graceful end: the listen request's result, then the stream closes.
     assert stream.message(timeout=15) == {
         "jsonrpc": "2.0", "id": 7, "result": {

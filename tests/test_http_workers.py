@@ -31,8 +31,8 @@ LEGACY = "2025-11-25"
 def served(tmp_path):
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        made.allow = store.create_token("allow", ["support"], "allow")
-        made.ask = store.create_token("ask", ["support"], "ask")
+        made.allow = store.tokens.create("allow", ["support"], "allow")
+        made.ask = store.tokens.create("ask", ["support"], "ask")
     return made
 
 

@@ -37,7 +37,7 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 def served(tmp_path):
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        made.token = store.create_token("sdk", ["support"], "ask")
+        made.token = store.tokens.create("sdk", ["support"], "ask")
     return made
 
 
@@ -144,7 +144,7 @@ def test_the_sdk_without_elicitation_gets_a_proposal(served, mode):
     assert not edited.is_error and edited.structured_content["status"] == "proposed"
     assert content_of(served) == before
     with kbcite.KBStore(str(served.path)) as store:
-        assert [p["proposal_id"] for p in store.list_proposals("support")] == [
+        assert [p["proposal_id"] for p in store.proposals.list("support")] == [
             edited.structured_content["proposal_id"]]
 
 

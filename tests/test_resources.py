@@ -494,7 +494,7 @@ def test_a_pinned_subscriber_hears_its_proposal_decided(start, db):
     message, _ = recv_until(client, "notifications/resources/updated")  # proposal.created
     assert message["params"] == {"uri": pinned}
     with kbcite.KBStore(str(db.path)) as store:
-        store.reject_proposal(KB, proposed["proposal_id"], approver="bob", reason="no")
+        store.proposals.reject(KB, proposed["proposal_id"], approver="bob", reason="no")
     message, elapsed = recv_until(client, "notifications/resources/updated")
     assert message["params"] == {"uri": pinned} and elapsed < 1.0, elapsed
 

@@ -48,8 +48,8 @@ WITHIN_S = 1.0
 def served(tmp_path):
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        made.token = store.create_token("sdk", ["support"], "allow")
-        made.editor = store.create_token("editor", ["support"], "allow")
+        made.token = store.tokens.create("sdk", ["support"], "allow")
+        made.editor = store.tokens.create("editor", ["support"], "allow")
         store.create_article("internal", "Secret", "Not for this token.")
     return made
 

@@ -79,7 +79,7 @@ def test_a_proposal_is_stored_with_its_event_and_nothing_is_written(review):
     assert event == dict(proposed["event"])
     assert (event["type"], event["proposal_id"]) == ("proposal.created",
                                                       proposed["proposal_id"])
-    [row] = store.list_proposals(KB)
+    [row] = store.proposals.list(KB)
     assert (row["actor"], row["summary"], row["bytes_change"], row["stale"]) == (
         "agent-1", "one more line", len("added\n"), False)
     assert store.audit() == []
@@ -92,7 +92,7 @@ def test_the_same_key_gives_the_same_proposal_and_another_payload_is_refused(rev
     assert dict(again, replayed=False) == first and again["replayed"] is True
     with pytest.raises(kbcite.IdempotencyKeyReused):
         propose(store, article, PAGE + "b\n", "same")
-    assert len(store.list_proposals(KB)) == 1
+    assert len(store.proposals.list(KB)) == 1
 
 
 def test_a_proposal_is_checked_as_an_edit_is(review):
@@ -105,7 +105,7 @@ def test_a_proposal_is_checked_as_an_edit_is(review):
         store.propose_edit({"knowledge_base_id": "other", "article_id": article,
                             "content": "x", "expected_version": "2020-01-01T00:00:00Z",
                             "idempotency_key": "k"}, granted=[KB])
-    assert store.list_proposals(KB) == []
+    assert store.proposals.list(KB) == []
 
 
 def test_approve_writes_one_version_with_actor_and_approver(review, capsys):
@@ -139,14 +139,14 @@ def test_an_approval_the_person_edited_first_says_so_and_is_one_swap(review):
     seen = store.get_article(KB, article)["updated_at"]
     edited = {"content": PAGE + "person's line\n", "title": "Page, edited",
               "expected_version": seen}
-    done = store.approve_proposal(KB, made["proposal_id"], approver="carol", edited=edited)
+    done = store.proposals.approve(KB, made["proposal_id"], approver="carol", edited=edited)
     assert done["edited"] is True and done["actor"] == "agent-1"
     now = store.get_article(KB, article)
     assert now["content"].endswith("person's line\n") and now["title"] == "Page, edited"
     last = store.history(KB, article)[-1]
     assert (last["actor"], last["approver"], last["action"]) == ("agent-1", "carol", "edit")
     assert last["summary"] == "add a line (edited by carol before approval)"
-    shown = store.show_proposal(KB, made["proposal_id"])
+    shown = store.proposals.show(KB, made["proposal_id"])
     assert shown["state"] == "approved" and shown["reason"] == "edited by carol before approval"
     assert shown["content"] == PAGE + "agent line\n"  # the agent's own text is kept as it was
     approved = poll(store)[-1]
@@ -155,16 +155,16 @@ def test_an_approval_the_person_edited_first_says_so_and_is_one_swap(review):
     other = propose(store, article, now["content"] + "more\n", "e2")
     store.save_article(KB, article, content=now["content"] + "meanwhile\n", actor="bob")
     with pytest.raises(kbcite.VersionConflict):
-        store.approve_proposal(KB, other["proposal_id"], approver="carol", edited=dict(
+        store.proposals.approve(KB, other["proposal_id"], approver="carol", edited=dict(
             edited, expected_version=now["updated_at"]))
-    assert store.show_proposal(KB, other["proposal_id"])["state"] == "pending"
+    assert store.proposals.show(KB, other["proposal_id"])["state"] == "pending"
     assert store.get_article(KB, article)["content"].endswith("meanwhile\n")
     for bad in ({"content": ""}, {"title": " "}, {"expected_version": "yesterday"}):
         with pytest.raises(kbcite.InvalidArgument):
-            store.approve_proposal(KB, other["proposal_id"], approver="carol", edited=dict(
+            store.proposals.approve(KB, other["proposal_id"], approver="carol", edited=dict(
                 dict(edited, expected_version=store.get_article(KB, article)["updated_at"]),
                 **bad))
-    assert store.show_proposal(KB, other["proposal_id"])["state"] == "pending"
+    assert store.proposals.show(KB, other["proposal_id"])["state"] == "pending"
     assert store.audit() == []
 
 
@@ -190,7 +190,7 @@ def test_a_stale_approval_is_refused_naming_the_current_version(review, capsys):
     status, out, err = kb(address, capsys, "review", "approve", KB, proposed["proposal_id"])
     assert status == 3 and current in err and "--rebase" in err
     assert store.get_article(KB, article)["updated_at"] == current
-    [row] = store.list_proposals(KB)
+    [row] = store.proposals.list(KB)
     assert row["stale"] is True and row["state"] == "pending"
     status, out, _ = kb(address, capsys, "review", "show", KB, proposed["proposal_id"])
     assert status == 0 and "+added" in out and "-LINE 00 of the page" in out
@@ -233,13 +233,13 @@ def test_an_old_proposal_expires_with_its_event(review, capsys, clock):
     address, store, article = review
     proposed = propose(store, article, PAGE + "a\n", "k1")
     clock.advance(days=13)
-    assert len(store.list_proposals(KB)) == 1
+    assert len(store.proposals.list(KB)) == 1
     clock.advance(days=2)
-    assert store.list_proposals(KB) == []
+    assert store.proposals.list(KB) == []
     assert poll(store)[-1]["type"] == "proposal.expired"
     assert poll(store)[-1]["proposal_id"] == proposed["proposal_id"]
     with pytest.raises(kbcite.InvalidArgument, match="expired"):
-        store.approve_proposal(KB, proposed["proposal_id"], approver="bob")
+        store.proposals.approve(KB, proposed["proposal_id"], approver="bob")
     assert store.audit() == []
 
 
@@ -249,13 +249,13 @@ def test_approval_of_a_deleted_article_is_gone(review, capsys):
     store.delete_article(KB, article)
     status, _, err = kb(address, capsys, "review", "approve", KB, proposed["proposal_id"])
     assert status == 1 and "gone" in err
-    assert store.list_proposals(KB)[0]["gone"] is True
+    assert store.proposals.list(KB)[0]["gone"] is True
 
 
 def test_the_audit_finds_an_approved_proposal_without_its_version(review):
     _, store, article = review
     proposed = propose(store, article, PAGE + "a\n", "k1")
-    store.approve_proposal(KB, proposed["proposal_id"], approver="bob")
+    store.proposals.approve(KB, proposed["proposal_id"], approver="bob")
     db = store._db
     with db.write():
         db.execute("UPDATE proposals SET version = ? WHERE pk = ?",
@@ -281,7 +281,7 @@ with KBStore(address) as store:
                     "content": row["content"] + "%s %d\n" % (name, n),
                     "expected_version": row["updated_at"],
                     "idempotency_key": "%s-%d-%d" % (name, n, attempt)}, granted=["kb"], actor=name)
-                approved = store.approve_proposal("kb", done["proposal_id"], approver="p-" + name)
+                approved = store.proposals.approve("kb", done["proposal_id"], approver="p-" + name)
                 print(json.dumps(approved["version"]), flush=True)
                 break
             except ToolError as exc:
@@ -289,7 +289,7 @@ with KBStore(address) as store:
                     raise
                 # Stale, or decided by nobody yet: the next round proposes anew.
                 if exc.code == "version_conflict" and "proposal_id" in exc.details:
-                    store.reject_proposal("kb", exc.details["proposal_id"],
+                    store.proposals.reject("kb", exc.details["proposal_id"],
                                           approver="p-" + name, reason="stale")
 """
 
@@ -306,7 +306,7 @@ def test_eight_processes_proposing_and_approving_leave_history_equal_to_the_appr
         assert proc.returncode == 0
         versions += [json.loads(line) for line in out.split()]
     history = store.history(KB, article)[1:]
-    approved = [p for p in store.list_proposals(KB, states=("approved",))]
+    approved = [p for p in store.proposals.list(KB, states=("approved",))]
     assert len(versions) == 40 == len(approved)
     # Every approved proposal is one version, in order, with its agent and its approver.
     by_version = {p["version"]: p for p in approved}

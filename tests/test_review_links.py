@@ -83,7 +83,7 @@ def test_without_a_public_url_the_result_has_no_link(start, db):
 
 def pending(db):
     with kbcite.KBStore(str(db.path)) as store:
-        return store.list_proposals("support", states=("pending", "rejected"))
+        return store.proposals.list("support", states=("pending", "rejected"))
 
 
 def begin(start, db, capabilities, version="2025-11-25", public_url=PUBLIC):

@@ -30,7 +30,7 @@ def folder(tmp_path, monkeypatch):
     path.mkdir()
     with kbcite.KBStore(str(path / "kb.sqlite3"), create=True) as store:
         store.create_knowledge_base("support")
-        (tmp_path / "TOKEN").write_text(store.create_token("alice", ["support"], "allow"))
+        (tmp_path / "TOKEN").write_text(store.tokens.create("alice", ["support"], "allow"))
     monkeypatch.chdir(path)
     return path
 

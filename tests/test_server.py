@@ -356,7 +356,7 @@ def test_a_client_that_cannot_ask_gets_a_proposal(start, db, version, capabiliti
     assert (after["content"], after["updated_at"]) == (before["content"], before["updated_at"])
     assert after["head_sequence"] == before["head_sequence"] + 1  # its proposal.created
     with kbcite.KBStore(str(db.path)) as store:
-        [pending] = store.list_proposals("support")
+        [pending] = store.proposals.list("support")
     assert pending["proposal_id"] == proposed["proposal_id"]
 
 

@@ -57,7 +57,7 @@ def store(tmp_path):
     path.parent.mkdir()
     with kbcite.KBStore(str(path), create=True) as made:
         made.create_knowledge_base("support")
-        token = made.create_token("agent", ["support"], "allow")
+        token = made.tokens.create("agent", ["support"], "allow")
     return path, token
 
 

@@ -16,8 +16,8 @@ IDLE_S = 3600
 @pytest.fixture
 def tokens(kb):
     """Two tokens of the store, named ``one`` and ``two``."""
-    kb.create_token("one", [KB], "allow")
-    kb.create_token("two", [KB], "allow")
+    kb.tokens.create("one", [KB], "allow")
+    kb.tokens.create("two", [KB], "allow")
     return kb
 
 
@@ -68,7 +68,7 @@ def test_delete_and_revocation_end_sessions(tokens):
     assert tokens.sessions.end("s1", "two") is False  # not its session
     assert tokens.sessions.end("s1", "one") is True
     assert tokens.sessions.end("s1", "one") is False
-    tokens.revoke_token("one")
+    tokens.tokens.revoke("one")
     assert tokens.sessions.find("s2", "one", idle_s=IDLE_S) is None
     assert tokens.sessions.find("t1", "two", idle_s=IDLE_S) is not None
 
@@ -97,7 +97,7 @@ def test_a_schema_4_store_is_upgraded_with_sessions(engine, tmp_path, request):
                else request.getfixturevalue("pg_url"))
     with KBStore(address, create=True) as store:
         store.create_knowledge_base(KB)
-        store.create_token("one", [KB], "allow")
+        store.tokens.create("one", [KB], "allow")
     as_schema_4(address, engine)
     with pytest.raises(kbcite.NotAStore, match="kb upgrade"):
         KBStore(address)
@@ -146,7 +146,7 @@ def test_the_servers_web_and_handshake_timeouts_and_caps_are_its_own(tmp_path):
     path = tmp_path / "kb.db"
     with KBStore(str(path), create=True) as store:
         store.create_knowledge_base(KB)
-        token = store.create_token("one", [KB], "allow")
+        token = store.tokens.create("one", [KB], "allow")
     server = Server(path, "--session-timeout", "1", "--sessions-per-token", "1",
                     "--web-session-timeout", "6", "--web-sessions-per-token", "2")
 

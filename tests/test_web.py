@@ -233,13 +233,13 @@ def test_a_stolen_cookie_stops_working_at_sign_out_and_at_revocation(site):
     web.post("/logout", {"csrf": hidden_fields(page)["csrf"]})
     assert stolen.get("/")[0] == 303
     with kbcite.KBStore(str(path)) as store:
-        store.create_token("mallory", ["support"], "allow")
+        store.tokens.create("mallory", ["support"], "allow")
     with kbcite.KBStore(str(path)) as store:
-        token = store.create_token("eve", ["support"])
+        token = store.tokens.create("eve", ["support"])
     eve = WebClient(server.host, server.port)
     assert eve.sign_in(token) == 303 and eve.get("/")[0] == 200
     with kbcite.KBStore(str(path)) as store:
-        store.revoke_token("eve")
+        store.tokens.revoke("eve")
     assert eve.get("/")[0] == 303
 
 
@@ -334,7 +334,7 @@ def test_the_knowledge_base_page_is_paged(site):
     with kbcite.KBStore(str(path)) as store:
         store.create_knowledge_base("big")
         ids = store.create_articles("big", [("Page %d" % i, "Text.") for i in range(55)])
-        token = store.create_token("big-reader", ["big"], "ask")
+        token = store.tokens.create("big-reader", ["big"], "ask")
     web = WebClient(site[0].host, site[0].port)
     assert web.sign_in(token) == 303
     status, _, first = web.get("/kb/big")

@@ -29,7 +29,7 @@ def site(tmp_path_factory):
     path = tmp_path_factory.mktemp("browser-review") / "web.sqlite3"
     tokens, ids = make_store(path)
     with kbcite.KBStore(str(path)) as store:
-        tokens["agent"] = store.create_token("agent", ["support"], "ask")
+        tokens["agent"] = store.tokens.create("agent", ["support"], "ask")
     server = Server(path)
     yield server, tokens, ids, path
     server.stop()
@@ -64,7 +64,7 @@ def propose(site, content, key):
 
 def shown(site, number):
     with kbcite.KBStore(str(site[3])) as store:
-        return store.show_proposal("support", number)
+        return store.proposals.show("support", number)
 
 
 def test_a_person_rejects_a_proposal_with_a_reason(site, chrome):
@@ -113,7 +113,7 @@ def test_the_review_pages_have_no_serious_or_critical_accessibility_violation_an
     pending = propose(site, "Invoices are sent monthly, or weekly.", "axe-1")
     edited = propose(site, "Invoices are sent weekly.", "axe-2")
     with kbcite.KBStore(str(site[3])) as store:
-        store.approve_proposal("support", edited, approver="carol", edited={
+        store.proposals.approve("support", edited, approver="carol", edited={
             "content": "Invoices are sent weekly, on Mondays.", "title": "Billing",
             "expected_version": store.get_article("support", site[2]["other"])["updated_at"]})
     sign_in(chrome, site)

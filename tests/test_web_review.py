@@ -21,9 +21,9 @@ def site(tmp_path_factory):
         store.create_knowledge_base("support")
         article = store.create_article("support", "Refunds", "Refunds take five days.\n\n"
                                        "Ask support for one.")
-        tokens = {"agent": store.create_token("agent", ["support"], "review", review=True),
-                  "boss": store.create_token("boss", ["support"], "allow", review=True),
-                  "reader": store.create_token("reader", ["support"], "allow")}
+        tokens = {"agent": store.tokens.create("agent", ["support"], "review", review=True),
+                  "boss": store.tokens.create("boss", ["support"], "allow", review=True),
+                  "reader": store.tokens.create("reader", ["support"], "allow")}
     server = Server(path)
     yield server, tokens, path, article
     server.stop()
@@ -48,7 +48,7 @@ def signed_in(site, name):
 
 def state(path, number):
     with kbcite.KBStore(str(path)) as store:
-        return store.show_proposal("support", number)
+        return store.proposals.show("support", number)
 
 
 def test_the_queue_shows_each_proposal_with_its_diff(site):

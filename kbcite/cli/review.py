@@ -41,7 +41,7 @@ def cmd_review(store, args, out):
 def review_list(store, args, out):
     """The pending proposals (``--all``: every one), oldest first."""
     states = ("pending", "approved", "rejected", "expired") if args.all else ("pending",)
-    rows = store.list_proposals(args.kb, states=states, expire_days=args.expire_days)
+    rows = store.proposals.list(args.kb, states=states, expire_days=args.expire_days)
     if args.json:
         return print_json(rows, out)
     if not rows and not getattr(args, "format", None):
@@ -64,7 +64,7 @@ def _preview(found, against):
 def review_show(store, args, out):
     """One proposal: the diff against its base and, where the article moved on, against the
     current version too."""
-    found = dict(store.show_proposal(args.kb, args.id, expire_days=args.expire_days),
+    found = dict(store.proposals.show(args.kb, args.id, expire_days=args.expire_days),
                  knowledge_base_id=args.kb)
     diffs = {}
     if found["base"] is not None:
@@ -107,7 +107,7 @@ def review_show(store, args, out):
 def review_approve(store, args, out):
     """Write a proposal; exit 3 when the article changed since (``--rebase`` re-applies)."""
     try:
-        done = store.approve_proposal(args.kb, args.id, approver=args.actor, rebase=args.rebase,
+        done = store.proposals.approve(args.kb, args.id, approver=args.actor, rebase=args.rebase,
                                       expire_days=args.expire_days)
     except VersionConflict as exc:
         raise stale(exc, args, out) from None
@@ -122,7 +122,7 @@ def review_approve(store, args, out):
 
 def review_reject(store, args, out):
     """Refuse a proposal with a reason."""
-    done = store.reject_proposal(args.kb, args.id, approver=args.actor, reason=args.reason,
+    done = store.proposals.reject(args.kb, args.id, approver=args.actor, reason=args.reason,
                                  expire_days=args.expire_days)
     if args.json:
         return print_json(done, out)

@@ -359,7 +359,7 @@ class Approvals:
             return tool_result(proposed)
         kb_id = proposed["knowledge_base_id"]
         with self.pool.writing(kb_id, ctx.principal.grants, ctx.call.cancelled) as store:
-            store.reject_proposal(kb_id, proposed["proposal_id"], approver=ctx.principal.name,
+            store.proposals.reject(kb_id, proposed["proposal_id"], approver=ctx.principal.name,
                                   reason=DECLINED_IN_CLIENT)
         refused = not_approved("decline", {"knowledge_base_id": kb_id,
                                            "article_id": proposed["article_id"]})

@@ -46,9 +46,9 @@ def make_store(path):
                             "expected_version": current, "idempotency_key": "proposal-1",
                             "summary": "say where invoices go"},
                            granted=["support"], actor="support-bot")
-        tokens = {"alice": store.create_token("alice", ["support"], "allow", review=True),
-                  "reader": store.create_token("reader", ["support"], "ask"),
-                  "root": store.create_token("root", ["support", "internal"], "allow")}
+        tokens = {"alice": store.tokens.create("alice", ["support"], "allow", review=True),
+                  "reader": store.tokens.create("reader", ["support"], "ask"),
+                  "root": store.tokens.create("root", ["support", "internal"], "allow")}
     return tokens, {"first": first, "hostile": hostile, "other": other, "secret": secret,
                     "proposed": proposed}
 

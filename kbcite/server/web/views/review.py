@@ -53,8 +53,8 @@ def queue(page):
     """``/kb/{kb}/review``: the pending proposals, oldest first."""
     kb_id = page.params["kb"]
     with page.reading() as store:
-        rows = store.list_proposals(kb_id)
-        items = [_reviewed(store.show_proposal(kb_id, row["proposal_id"]))
+        rows = store.proposals.list(kb_id)
+        items = [_reviewed(store.proposals.show(kb_id, row["proposal_id"]))
                  for row in rows[:QUEUE_DIFFS]]
     return page.render("review.html", kb=kb_id, items=items, more=rows[QUEUE_DIFFS:],
                        total=len(rows))
@@ -65,7 +65,7 @@ def proposal(page, status=200, problem=None):
     question links to."""
     kb_id = page.params["kb"]
     with page.reading() as store:
-        item = _reviewed(store.show_proposal(kb_id, _number(page)), store, kb_id)
+        item = _reviewed(store.proposals.show(kb_id, _number(page)), store, kb_id)
     return page.render("proposal.html", status=status, kb=kb_id, item=item, problem=problem)
 
 
@@ -73,7 +73,7 @@ def _decidable(page, number):
     """``(the proposal shown, None)`` where the person may decide it now, else ``(None, the
     page that says why not)``."""
     with page.reading() as store:
-        shown = store.show_proposal(page.params["kb"], number)
+        shown = store.proposals.show(page.params["kb"], number)
     if not page.person.may_review:
         return None, page.web.error(403, REVIEW_ONLY)
     if shown["actor"] == page.person.name:
@@ -95,14 +95,14 @@ def decide(page):
     try:
         with page.writing(kb_id) as store:
             if action in ("approve", "rebase"):
-                store.approve_proposal(kb_id, number, approver=page.person.name,
+                store.proposals.approve(kb_id, number, approver=page.person.name,
                                        rebase=action == "rebase")
             elif action == "reject":
                 reason = page.field("reason", "").strip()
                 if not reason:
                     return proposal(page, 400, "A rejection needs a reason, for the agent "
                                                "that proposed it. Nothing was decided.")
-                store.reject_proposal(kb_id, number, approver=page.person.name,
+                store.proposals.reject(kb_id, number, approver=page.person.name,
                                       reason=reason)
             else:
                 return proposal(page, 400, "Choose Approve, Rebase or Reject.")
@@ -133,7 +133,7 @@ def edit_then_approve(page):
     expected = page.field("expected_version", "")
     try:
         with page.writing(kb_id) as store:
-            store.approve_proposal(kb_id, number, approver=page.person.name, edited={
+            store.proposals.approve(kb_id, number, approver=page.person.name, edited={
                 "content": content, "title": title, "expected_version": expected})
     except VersionConflict as exc:
         return page.render("review_edit.html", status=409, kb=kb_id, item=item, title=title,
