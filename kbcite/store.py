@@ -146,7 +146,7 @@ class KBStore:
     @property
     def capabilities(self):
         """What the store's engine offers beyond the primitives every engine keeps (a subset
-        of ``kbcite.engines.contract.CAPABILITIES``: ``listen``, ``image``)."""
+        of ``kbcite.engines.contract.CAPABILITIES``: ``listen``, ``image``, ``local_reads``)."""
         return self._db.capabilities
 
     def image(self):

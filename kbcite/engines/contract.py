@@ -28,7 +28,8 @@ that engine does it best:
 
 Capabilities (``capabilities``, a frozenset of ``CAPABILITIES``) say what an engine offers
 beyond them, so that nobody asks which engine it is: ``change_waiter()`` where it can
-``listen``, ``image()`` and ``load_image()`` where it has an ``image``. Where the engines
+``listen``, ``image()`` and ``load_image()`` where it has an ``image``; ``local_reads`` where a
+read never waits on a network or a lock. Where the engines
 differ only in how SQL is spelled, the difference is data (``placeholder``, ``arrays``,
 ``search_doc_extra``); where they differ in behaviour, each has its own primitive.
 """
@@ -38,8 +39,10 @@ import re
 
 # What an engine may offer beyond the primitives: ``listen``, a connection that wakes at the
 # commits that wrote events (``change_waiter``); ``image``, the whole store copied to bytes
-# and back (``image``, ``load_image``), which spares a simulation rebuilding each morning.
-CAPABILITIES = frozenset({"listen", "image"})
+# and back (``image``, ``load_image``), which spares a simulation rebuilding each morning;
+# ``local_reads``, reads that wait for no network and no lock (a file on this machine, WAL),
+# so that a server may run a short one where it stands instead of handing it to a thread.
+CAPABILITIES = frozenset({"listen", "image", "local_reads"})
 
 # A ``?`` placeholder, or a literal ``%`` that a driver of ``%s`` placeholders needs doubled.
 _QMARK_OR_PERCENT = re.compile(r"\?|%")

@@ -205,6 +205,8 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     """A store in one SQLite file (WAL mode) or in memory."""
 
     name = "sqlite"
+    # A read is a snapshot of a file on this machine (WAL): it waits for no lock, no network.
+    capabilities = frozenset({"local_reads"})
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         self.path = sqlite_path(str(address))
@@ -234,7 +236,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         self._conn.row_factory = sqlite3.Row
         # An in-memory store copies itself to bytes and back where sqlite3 can (3.11 on).
         if self.memory and hasattr(self._conn, "serialize"):
-            self.capabilities = frozenset({"image"})
+            self.capabilities = frozenset({"image", "local_reads"})
         try:
             self._conn.execute("PRAGMA foreign_keys = ON")
             # Identify the file before anything could write to it: a file that is not ours is

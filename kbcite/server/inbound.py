@@ -37,6 +37,9 @@ META_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
 STORE_METHODS = frozenset(("tools/call", "resources/list", "resources/read",
                            "completion/complete"))
 
+# The 2026-07-28 request that opens a stream held open (subscriptions/listen).
+LISTEN_METHOD = "subscriptions/listen"
+
 # Tools that write, read from the tool table: one may wait for a lock or for a person, so it
 # runs apart from the reads and its client is watched while it waits.
 WAITING_TOOLS = frozenset(tool["name"] for tool in TOOLS
@@ -68,7 +71,7 @@ class Route:
 
     __slots__ = ("kind", "method", "era", "meta", "tool", "may_wait", "needs_store",
                  "opens_session", "error", "version_header", "modern", "sessionless",
-                 "version_served", "knowledge_base")
+                 "version_served", "knowledge_base", "quick")
 
     def __init__(self, kind, method=None, era=None, meta=None, tool=None, error=None,
                  version_header=None, knowledge_base=None):
@@ -93,6 +96,12 @@ class Route:
         # Whether a request needs no handshake session found for it, whatever it names: a
         # 2026-07-28 request is self-contained, and an initialize makes one anew.
         self.sessionless = kind == "request" and (self.modern or method == "initialize")
+        # Whether the request writes nothing, waits for nothing and holds nothing open: a
+        # 2026-07-28 one that names no tool that writes and opens no listen stream. Where the
+        # store's reads wait for nothing either, a transport may serve it where it stands
+        # rather than hand it to a thread (the hand-off cost more than such a read).
+        self.quick = (self.modern and kind == "request" and not self.may_wait
+                      and method != LISTEN_METHOD)
         # The knowledge base a tools/call names (a string, else None): a team issuer's token
         # is checked for the scope a writing tool needs on it before the call is served.
         self.knowledge_base = knowledge_base

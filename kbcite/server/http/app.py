@@ -8,7 +8,9 @@ It owns HTTP's concerns and none of the protocol's: framing the server in front 
 (``streams``). Everything that touches the store runs on a worker thread (``threads``), one
 hop a request, so the event loop never waits for the database. The app needs no particular
 server: ``serve`` runs it on uvicorn with the guarded h11 protocol, which closes what the app
-cannot see (slow heads, huge heads).
+cannot see (slow heads, huge heads). One exception: a quick read (``serves_in_place``) while
+nothing else is in progress, on a store whose reads wait for nothing, is served where it
+stands.
 """
 
 import asyncio
@@ -45,10 +47,15 @@ class McpApp:
     def __init__(self, settings):
         self.settings = settings
         # Fail at startup, not at the first request, when the store is not there.
-        KBStore(settings.db).close()
+        with KBStore(settings.db) as store:
+            local_reads = "local_reads" in store.capabilities
         self.pool = StorePool(settings.db, readers=settings.threads,
                               writers=max(1, settings.threads // 2),
                               queued_edits=settings.queued_edits)
+        # Whether a quick request (``Route.quick``) may be served on the event loop while
+        # nothing else is in progress: its store's reads wait for no lock and no network, and
+        # no model runs for a search (the semantic half's query embedding stays on a thread).
+        self.local_reads = local_reads and not self.pool.hybrid
         self.auth = Auth(settings)
         self.guards = Guards(settings)
         self.dispatch = Dispatch(self.pool, settings.signing_secret, settings.approval_ttl,
@@ -178,6 +185,14 @@ class McpApp:
             headers.append((b"Connection", b"close"))
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
+
+    def serves_in_place(self, routed):
+        """Whether a request routed ``routed`` is served on the event loop, not a thread: a
+        quick one on a store whose reads wait for nothing, with nothing else in progress (so
+        nobody waits for the loop meanwhile; a request that comes then is served after it,
+        at most one short read later). At one client that spares each call two thread
+        wake-ups, which cost more than a read."""
+        return routed.quick and self.local_reads and self._in_progress == 0
 
     async def on_thread(self, req, fn, *args, threads=None):
         """What ``fn(*args)`` returns, run on a worker thread (of ``threads``, or the app's),

@@ -1,5 +1,6 @@
 """One POST as one object, as uvicorn's request cycle is: its headers checked, its body read,
-then on one worker thread the token, the message, its session and its answer.
+then on one worker thread the token, the message, its session and its answer (a quick read
+while nothing else is in progress is served where it stands: ``McpApp.serves_in_place``).
 
 A small body is read before the token is checked and parsed on the event loop, so a request
 costs one thread hop; the client is watched while a request that may wait is served.
@@ -118,23 +119,26 @@ class Exchange:
         body = await self._body(length)
         if body is None:
             return None  # the client went away
-        parsed = None
+        parsed = routed = None
         if length <= SMALL_BODY:
             message, problem = _parse(body)
-            parsed = message, problem, (route(message, req.scope["headers"]) if problem is None
-                                        else None)
+            routed = route(message, req.scope["headers"]) if problem is None else None
+            parsed = message, problem, routed
         watch = watcher = None
-        if parsed is None or (parsed[2] is not None and parsed[2].may_wait):
+        if parsed is None or (routed is not None and routed.may_wait):
             watch = Watch()
             watcher = asyncio.ensure_future(_watch(self.receive, watch))
         # A question put to the client streams the answer; the stream is made only then.
         stream = Stream(asyncio.get_running_loop(), self.send, lambda: app.guards.cors(req))
-        try:
-            reply = await app.on_thread(req, self._message, body, parsed, principal, stream,
-                                        watch)
-        finally:
-            if watcher is not None:
-                watcher.cancel()
+        if routed is not None and principal is None and app.serves_in_place(routed):
+            reply = self._message(body, parsed, None, stream, None)  # quick: never watched
+        else:
+            try:
+                reply = await app.on_thread(req, self._message, body, parsed, principal, stream,
+                                            watch)
+            finally:
+                if watcher is not None:
+                    watcher.cancel()
         if reply is not None and reply.stream is not None:
             await app.streams.hold(req, self.receive, self.send, reply)
             return None
