@@ -103,3 +103,15 @@ def test_a_session_refuses_only_a_version_it_cannot_speak():
 
 def test_error_codes_map_to_their_http_statuses():
     assert ERROR_STATUS[METHOD_NOT_FOUND] == 404 and ERROR_STATUS[HEADER_MISMATCH] == 400
+
+
+def test_only_a_stateless_request_that_writes_nothing_and_holds_nothing_open_is_quick():
+    assert route(modern_call(), headers(*ROUTED)).quick
+    assert route({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                  "params": {"_meta": META}}).quick
+    assert not route(modern_call("edit_knowledge_article")).quick
+    assert not route({"jsonrpc": "2.0", "id": 1, "method": inbound.LISTEN_METHOD,
+                      "params": {"_meta": META}}).quick
+    legacy = dict(modern_call(), params={"name": "search_knowledge_base", "arguments": {}})
+    assert not route(legacy).quick
+    assert not route({"jsonrpc": "2.0", "method": "notifications/initialized"}).quick

@@ -23,6 +23,9 @@ UNSUPPORTED_VERSION = -32022
 _SPLICE = "\ue000kbcite structuredContent\ue000"
 _SPLICE_JSON = '"%s"' % _SPLICE
 
+# One encoder for every message: json.dumps with these arguments makes a new one each call.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
 
 class ToolResult(dict):
     """A successful CallToolResult that keeps the JSON text of its structuredContent, so that
@@ -67,7 +70,7 @@ def id_key(value):
 
 def to_json(value):
     """Compact JSON text, non-ASCII kept as is (the model reads it; escapes cost it tokens)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _COMPACT(value)
 
 
 def encode(message):

@@ -66,6 +66,8 @@ class McpApp:
         self.hub = Hub(settings.db)
         self.streams = NotificationStreams(self)
         self._in_progress = 0
+        # POSTs begun and not yet answered (a stream held open is answered): 1 is one alone.
+        self.begun = 0
         self._closed = False
         self._web = None  # the people's pages, made on the first asked for
 
@@ -186,13 +188,18 @@ class McpApp:
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 
-    def serves_in_place(self, routed):
+    async def serves_in_place(self, routed):
         """Whether a request routed ``routed`` is served on the event loop, not a thread: a
-        quick one on a store whose reads wait for nothing, with nothing else in progress (so
-        nobody waits for the loop meanwhile; a request that comes then is served after it,
-        at most one short read later). At one client that spares each call two thread
-        wake-ups, which cost more than a read."""
-        return routed.quick and self.local_reads and self._in_progress == 0
+        quick one on a store whose reads wait for nothing, with no other request begun (so
+        nobody waits for the loop meanwhile; one that comes then is served after it, at most
+        one short read later). At one client that spares each call two thread wake-ups,
+        which cost more than a read; under load every request goes to the threads."""
+        if not (routed.quick and self.local_reads and self.begun == 1):
+            return False
+        # Requests that came in the same turn of the loop begin first: then this one goes to
+        # a thread like them, rather than the loop serving them one after another.
+        await asyncio.sleep(0)
+        return self.begun == 1
 
     async def on_thread(self, req, fn, *args, threads=None):
         """What ``fn(*args)`` returns, run on a worker thread (of ``threads``, or the app's),

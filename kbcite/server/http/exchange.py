@@ -99,6 +99,19 @@ class Exchange:
 
     async def run(self):
         """The reply, or None when the client went away or a stream was held open."""
+        self.app.begun += 1
+        try:
+            reply = await self._reply()
+        finally:
+            self.app.begun -= 1
+        if reply is not None and reply.stream is not None:
+            await self.app.streams.hold(self.req, self.receive, self.send, reply)
+            return None
+        return reply
+
+    async def _reply(self):
+        """The reply: whole, or one whose stream is to be held open; None when the client
+        went away."""
         req, app = self.req, self.app
         content_type = (req.header(b"content-type") or "").split(";")[0].strip().lower()
         if content_type != "application/json":
@@ -130,7 +143,7 @@ class Exchange:
             watcher = asyncio.ensure_future(_watch(self.receive, watch))
         # A question put to the client streams the answer; the stream is made only then.
         stream = Stream(asyncio.get_running_loop(), self.send, lambda: app.guards.cors(req))
-        if routed is not None and principal is None and app.serves_in_place(routed):
+        if routed is not None and principal is None and await app.serves_in_place(routed):
             reply = self._message(body, parsed, None, stream, None)  # quick: never watched
         else:
             try:
@@ -139,9 +152,6 @@ class Exchange:
             finally:
                 if watcher is not None:
                     watcher.cancel()
-        if reply is not None and reply.stream is not None:
-            await app.streams.hold(req, self.receive, self.send, reply)
-            return None
         return reply
 
     async def _body(self, length):
@@ -164,7 +174,8 @@ class Exchange:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def _message(self, body, parsed, principal, stream, watch):
-        """On a worker thread: the token, the message, its session, then its answer."""
+        """On a worker thread (or the loop, for a quick one alone): the token, the message, its
+        session, then its answer."""
         return self.app.sessions.answer(self.req, self._answer, body, parsed, principal,
                                         stream, watch)
 

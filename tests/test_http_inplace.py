@@ -1,0 +1,166 @@
+"""Where the HTTP app serves a request, spoken to in process as an ASGI server would: on the
+event loop (a quick 2026-07-28 read with nothing else begun, on a store whose reads wait for
+nothing) or on a worker thread (everything else); and the threads' results handed back to the
+loop in one wake-up when they finish together."""
+
+import asyncio
+import json
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+import kbcite  # noqa: E402
+from kbcite.server.http.app import McpApp  # noqa: E402
+from kbcite.server.http.settings import Settings  # noqa: E402
+from kbcite.server.http.threads import Threads  # noqa: E402
+from support.stdio_client import make_db  # noqa: E402
+
+MODERN = "2026-07-28"
+# How long a test waits for worker threads to reach a state (never reached on a healthy run).
+PATIENCE_S = 30
+
+
+@pytest.fixture
+def app(tmp_path):
+    """The app on a SQLite store, with a token that may edit, and where each call was served:
+    the name of the thread ``dispatch.serve`` ran on, in order."""
+    made = make_db(tmp_path / "kb.db")
+    with kbcite.KBStore(str(made.path)) as store:
+        token = store.create_token("allow", ["support"], "allow")
+    served = McpApp(Settings(db=str(made.path), signing_secret=b"s" * 32))
+    served.token, served.made, served.ran_on = token, made, []
+    serve = served.dispatch.serve
+
+    def recorded(*args, **kwargs):
+        served.ran_on.append(threading.current_thread().name)
+        return serve(*args, **kwargs)
+    served.dispatch.serve = recorded
+    yield served
+    served.close()
+
+
+async def post(app, method, params=None, modern=True, request_id=1, session=None):
+    """One POST through the app; returns (status, the JSON body or None, headers)."""
+    params = dict(params or {})
+    headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+               (b"accept", b"application/json, text/event-stream"),
+               (b"authorization", ("Bearer " + app.token).encode())]
+    if modern:
+        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                           "io.modelcontextprotocol/clientCapabilities": {}}
+        headers += [(b"mcp-protocol-version", MODERN.encode()), (b"mcp-method", method.encode())]
+        if method == "tools/call":
+            headers.append((b"mcp-name", params["name"].encode()))
+    if session is not None:
+        headers.append((b"mcp-session-id", session.encode()))
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": params}).encode()
+    headers.append((b"content-length", b"%d" % len(body)))
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "",
+             "scheme": "http", "headers": headers, "client": ("127.0.0.1", 50000)}
+    inbox = [{"type": "http.request", "body": body, "more_body": False}]
+    sent = []
+
+    async def receive():
+        if inbox:
+            return inbox.pop()
+        await asyncio.Event().wait()  # the client stays connected
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], json.loads(data) if data else None, dict(sent[0]["headers"])
+
+
+def read(article_id):
+    return {"name": "read_knowledge_article",
+            "arguments": {"knowledge_base_id": "support", "article_id": article_id}}
+
+
+def test_a_store_file_reads_without_waiting_so_the_app_may_serve_in_place(app):
+    with kbcite.KBStore(str(app.made.path)) as store:
+        assert "local_reads" in store.capabilities
+    assert app.local_reads
+
+
+def test_a_quick_read_alone_is_served_on_the_event_loop(app):
+    async def calls():
+        status, reply, _ = await post(app, "tools/call", read(app.made.password))
+        assert status == 200 and not reply["result"].get("isError")
+        assert reply["result"]["structuredContent"]["article_id"] == app.made.password
+        status, reply, _ = await post(app, "server/discover")
+        assert status == 200 and "result" in reply
+        return threading.current_thread().name
+    loop_thread = asyncio.run(calls())
+    assert app.ran_on == [loop_thread, loop_thread]
+
+
+def test_an_edit_and_a_handshake_session_are_served_on_threads(app):
+    async def calls():
+        status, reply, _ = await post(app, "tools/call", read(app.made.billing))
+        version = reply["result"]["structuredContent"]["updated_at"]
+        status, reply, _ = await post(app, "tools/call", {
+            "name": "edit_knowledge_article", "arguments": {
+                "knowledge_base_id": "support", "article_id": app.made.billing,
+                "content": "Invoices are emailed on the second.", "expected_version": version,
+                "idempotency_key": "inplace-1"}})
+        assert status == 200 and not reply["result"].get("isError"), reply
+        status, reply, headers = await post(app, "initialize", {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}, modern=False)
+        assert status == 200 and "result" in reply
+        status, reply, _ = await post(app, "tools/call", read(app.made.password), modern=False,
+                                      request_id=2,
+                                      session=headers[b"Mcp-Session-Id"].decode())
+        assert status == 200 and not reply["result"].get("isError"), reply
+        return threading.current_thread().name
+    loop_thread = asyncio.run(calls())
+    assert app.ran_on[0] == loop_thread  # the read before the edit
+    assert len(app.ran_on) == 4 and loop_thread not in app.ran_on[1:]
+
+
+def test_requests_begun_together_are_all_served_on_threads(app):
+    async def calls():
+        replies = await asyncio.gather(*(post(app, "tools/call", read(app.made.password),
+                                              request_id=n) for n in range(4)))
+        assert [status for status, _, _ in replies] == [200] * 4
+        return threading.current_thread().name
+    loop_thread = asyncio.run(calls())
+    assert len(app.ran_on) == 4 and loop_thread not in app.ran_on
+
+
+def test_results_finished_together_reach_the_loop_in_one_wake_up():
+    threads = Threads(4, "test-threads")
+    drains = []
+    drain = threads._drain
+
+    def counted(loop):
+        drains.append(loop)
+        drain(loop)
+    threads._drain = counted
+    gate = threading.Event()
+
+    def work(n):
+        gate.wait(PATIENCE_S)
+        if n == 3:
+            raise ValueError("the fourth fails")
+        return n
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        futures = [threads.run(loop, work, n) for n in range(4)]
+        gate.set()
+        # The loop is held here until every result is queued for it: one drain settles all.
+        deadline = time.monotonic() + PATIENCE_S
+        while len(threads._done.get(loop, [[]])[0]) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return await asyncio.gather(*futures, return_exceptions=True)
+    results = asyncio.run(main())
+    assert results[:3] == [0, 1, 2] and isinstance(results[3], ValueError)
+    assert len(drains) == 1
+    threads.close()
