@@ -70,6 +70,9 @@ def test_uris_round_trip_with_either_spelling_of_a_versions_colons():
     assert parse_uri("kb://support/articles/art-1@" + version) == ("support", "art-1", version)
     odd = "my kb/é@x"
     assert parse_uri(format_uri(odd, "a@b/c")) == (odd, "a@b/c", None)
+    assert format_uri(odd, "a@b/c", "x y") == \
+        "kb://my%20kb%2F%C3%A9%40x/articles/a%40b%2Fc@x%20y"
+    assert format_uri("k.b_~1", "A-z.0~_") == "kb://k.b_~1/articles/A-z.0~_"
     for bad in ("test://static-text", "kb://support/articles/", "kb://support/other/art-1",
                 "kb://support/articles/a/b", "kb://support/articles/a@b@c",
                 "kb://support/articles/a%zz", "kb://support/articles/art-1?x=1",
