@@ -29,7 +29,7 @@ def app(tmp_path):
     the name of the thread ``dispatch.serve`` ran on, in order."""
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        token = store.create_token("allow", ["support"], "allow")
+        token = store.tokens.create("allow", ["support"], "allow")
     served = McpApp(Settings(db=str(made.path), signing_secret=b"s" * 32))
     served.token, served.made, served.ran_on = token, made, []
     serve = served.dispatch.serve
