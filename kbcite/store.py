@@ -10,13 +10,13 @@ module that owns it:
   compare-and-swap edit in ``kbcite.edits``, the event log in ``kbcite.events``, citations
   checked in ``kbcite.citations``), every failure turned into a ``ToolError``;
 - the people's side: knowledge bases and articles (``kbcite.articles``), their history
-  (``kbcite.history``), the Markdown import (``kbcite.importer``), the audit
-  (``kbcite.audit``);
+  (``kbcite.history``), the audit (``kbcite.audit``);
 - handles of their own: ``store.tokens`` (``kbcite.tokens.Tokens``: bearer tokens made,
   listed and revoked, a token's principal, why one was refused), ``store.sessions``
   (``kbcite.sessions.Sessions``: the handshake sessions every server process on the store
-  shares) and ``store.proposals`` (``kbcite.proposals.Proposals``: the review of agents'
-  proposed edits).
+  shares), ``store.proposals`` (``kbcite.proposals.Proposals``: the review of agents'
+  proposed edits) and ``store.folders`` (``kbcite.folders.Folders``: the Markdown import,
+  the sync of documents, the export).
 
 Who made a change is recorded with its version: ``actor`` on every write (a token's name, a
 stdio server's ``--actor``, a person's login; ``import`` for the import).
@@ -29,8 +29,8 @@ import logging
 from datetime import datetime, timezone
 
 from . import (
-    access, articles, audit, backup, catalog, citations, edits, events, exporter, grants,
-    history, importer, merging, proposals, reads, sessions, tokens,
+    access, articles, audit, backup, catalog, citations, edits, events, folders, grants,
+    history, merging, proposals, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -110,6 +110,8 @@ class KBStore:
         self.sessions = sessions.Sessions(self._ctx)
         # The people's review of agents' proposed edits (writes mode review).
         self.proposals = proposals.Proposals(self._ctx)
+        # Folders of Markdown, both ways: the import, the sync of documents, the export.
+        self.folders = folders.Folders(self._ctx)
         # What a team issuer's people and groups may do, besides their tokens' scopes.
         self.grants = grants.Grants(self._ctx)
 
@@ -401,29 +403,3 @@ class KBStore:
         with self._db.write():
             index.index_all(self._db, access.knowledge_base(self._db, kb_id, lock=True),
                             self._ctx.semantic)
-
-    def import_directory(self, kb_id, directory, *, prune=False, force=False, dry_run=False,
-                         skip_bad=False, yes=False, progress=None):
-        """Sync a folder of Markdown files into a knowledge base; returns the plan it carried
-        out, the bad files and those left out (``kbcite.importer.import_directory``)."""
-        return importer.import_directory(self._ctx, kb_id, directory, prune=prune, force=force,
-                                         dry_run=dry_run, skip_bad=skip_bad, yes=yes,
-                                         progress=progress)
-
-    def export_directory(self, kb_id, directory, *, include_drafts=False, edited=False,
-                         force=False, yes=False, dry_run=False, progress=None,
-                         front_matter=None):
-        """Write the articles back to a folder as Markdown (with front matter, or, edited,
-        each in the form it was imported in); returns what it did to each
-        (``kbcite.exporter.export_directory``)."""
-        return exporter.export_directory(self._ctx, kb_id, directory,
-                                         include_drafts=include_drafts, edited=edited,
-                                         force=force, yes=yes, dry_run=dry_run,
-                                         progress=progress, front_matter=front_matter)
-
-    def sync_articles(self, kb_id, documents, *, prune=False, force=False, dry_run=False,
-                      yes=False, progress=None):
-        """Make the articles imported from ``documents`` match them, honouring later edits
-        (``kbcite.importer.sync_articles``)."""
-        return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
-                                      dry_run=dry_run, yes=yes, progress=progress)

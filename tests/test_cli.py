@@ -522,7 +522,7 @@ def test_an_unreadable_folder_is_an_error(tmp_path, monkeypatch, clock):
     with KBStore(":memory:", clock=clock) as store:
         store.create_knowledge_base(KB)
         with pytest.raises(kbcite.InvalidArgument) as info:
-            store.import_directory(KB, str(folder))
+            store.folders.import_directory(KB, str(folder))
         assert "cannot read the folder" in info.value.message
         assert str(folder / "locked") in info.value.message
         assert store.list_articles(KB) == []
@@ -841,9 +841,9 @@ def test_progress_updates_one_line_on_a_terminal():
 
 def test_ctrl_c_during_an_import_says_nothing_was_written(db, docs, monkeypatch, capsys):
     from kbcite.cli import main
-    from kbcite.store import KBStore as Store
+    from kbcite.folders import Folders
 
-    real = Store.import_directory
+    real = Folders.import_directory
 
     def interrupted(self, *args, **kwargs):
         def progress(phase, done, total):
@@ -851,7 +851,7 @@ def test_ctrl_c_during_an_import_says_nothing_was_written(db, docs, monkeypatch,
                 raise KeyboardInterrupt
         kwargs["progress"] = progress
         return real(self, *args, **kwargs)
-    monkeypatch.setattr(Store, "import_directory", interrupted)
+    monkeypatch.setattr(Folders, "import_directory", interrupted)
     before = dump(db)
     assert main(["--db", str(db), "import", KB, str(docs)]) == 130
     assert "interrupted: nothing was written" in capsys.readouterr().err

@@ -70,7 +70,7 @@ def test_exported_files_get_the_umask_mode_or_keep_the_mode_they_had(tmp_path, c
         write(out, "two.md", "someone's own text\n").chmod(0o640)
         old = os.umask(0o022)
         try:
-            store.export_directory(KB, str(out), yes=True)
+            store.folders.export_directory(KB, str(out), yes=True)
         finally:
             os.umask(old)
     assert stat.S_IMODE(os.stat(str(out / "one.md")).st_mode) == 0o644
@@ -84,7 +84,7 @@ def test_an_export_into_a_folder_still_to_be_made_is_made(tmp_path, clock, monke
         store.create_knowledge_base(KB)
         store.create_article(KB, "Two", "Second.", source="deep/two.md")
         for target in ("exported/", "more/nested"):
-            result = store.export_directory(KB, target)
+            result = store.folders.export_directory(KB, target)
             assert result["counts"]["write"] == 1
             assert (tmp_path / target / "deep" / "two.md").is_file()
 
@@ -96,7 +96,7 @@ def exporting(tmp_path, clock, target):
         store.create_article(KB, "One", "First.", source="one.md")
         store.create_article(KB, "Two", "Second.", source="deep/two.md")
         with pytest.raises(kbcite.InvalidArgument) as info:
-            store.export_directory(KB, str(target))
+            store.folders.export_directory(KB, str(target))
     return info.value
 
 
@@ -141,7 +141,7 @@ def test_a_source_an_export_could_not_write_is_refused_where_it_is_stored(store,
     assert info.value.details["argument"] == "source"
     doc = kbcite.markdown.SourceDocument(source, "T", "Body.")
     with pytest.raises(kbcite.InvalidArgument):
-        store.sync_articles(KB, [doc])
+        store.folders.sync_articles(KB, [doc])
     assert store.list_articles(KB) == []
 
 
@@ -201,7 +201,7 @@ def test_a_file_name_longer_than_a_title_gives_a_shortened_title(tmp_path, clock
     write(docs, stem + ".md", "Only a body, no heading.\n")
     with KBStore(":memory:", clock=clock, create=True) as store:
         store.create_knowledge_base(KB)
-        result = store.import_directory(KB, str(docs))
+        result = store.folders.import_directory(KB, str(docs))
         assert result["bad"] == []
         title = store.list_articles(KB)[0]["title"]
     assert len(title) == TITLE_MAX and stem.startswith(title[:-1]) and title.endswith("\u2026")

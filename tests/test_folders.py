@@ -48,7 +48,7 @@ def test_every_bad_file_is_named_in_one_run_and_skip_bad_imports_the_rest(kb, do
     before = kb.list_articles(KB)
     for dry_run in (True, False):
         with pytest.raises(kbcite.InvalidArgument) as info:
-            kb.import_directory(KB, str(docs), dry_run=dry_run)
+            kb.folders.import_directory(KB, str(docs), dry_run=dry_run)
         message = info.value.message
         assert message.startswith("4 file(s) cannot be imported")
         for name in ("empty.md", "deep/blank.md", "latin1.md", "open.md"):
@@ -56,7 +56,7 @@ def test_every_bad_file_is_named_in_one_run_and_skip_bad_imports_the_rest(kb, do
         assert sorted(b["source"] for b in info.value.details["bad"]) == [
             "deep/blank.md", "empty.md", "latin1.md", "open.md"]
     assert kb.list_articles(KB) == before
-    result = kb.import_directory(KB, str(docs), skip_bad=True)
+    result = kb.folders.import_directory(KB, str(docs), skip_bad=True)
     assert result["counts"]["create"] == 4 and len(result["bad"]) == 4
     assert set(articles(kb)) == {"refunds.md", "shipping.md", "guides/returns.md",
                                  "guides/billing.md"}
@@ -132,27 +132,27 @@ def test_front_matter_yaml_block_scalars_and_toml():
 
 
 def test_a_prune_from_another_folder_or_of_most_articles_needs_yes(kb, docs, tmp_path):
-    kb.import_directory(KB, str(docs))
+    kb.folders.import_directory(KB, str(docs))
     wrong = tmp_path / "wrongfolder"
     write(wrong, "other.md", "# Other\n\ntext\n")
     before = articles(kb)
     for folder in (wrong, docs / "guides"):
         with pytest.raises(kbcite.InvalidArgument) as info:
-            kb.import_directory(KB, str(folder), prune=True)
+            kb.folders.import_directory(KB, str(folder), prune=True)
         assert "last imported from %s" % docs in info.value.message
         assert "yes" in info.value.message
-        plan = kb.import_directory(KB, str(folder), prune=True, dry_run=True)
+        plan = kb.folders.import_directory(KB, str(folder), prune=True, dry_run=True)
         assert plan["warnings"] and plan["counts"]["unpublish"] >= 2
     assert articles(kb) == before
     # From the same folder: one file gone of four is fine; three of four is not.
     (docs / "shipping.md").unlink()
-    assert kb.import_directory(KB, str(docs), prune=True)["counts"]["unpublish"] == 1
+    assert kb.folders.import_directory(KB, str(docs), prune=True)["counts"]["unpublish"] == 1
     for name in ("refunds.md", "guides/returns.md", "guides/billing.md"):
         (docs / name).unlink()
     write(docs, "new.md", "# New\n\ntext\n")
     with pytest.raises(kbcite.InvalidArgument, match="unpublish 3 of the 3"):
-        kb.import_directory(KB, str(docs), prune=True)
-    done = kb.import_directory(KB, str(docs), prune=True, yes=True)
+        kb.folders.import_directory(KB, str(docs), prune=True)
+    done = kb.folders.import_directory(KB, str(docs), prune=True, yes=True)
     assert done["counts"]["unpublish"] == 3 and kb.audit() == []
 
 
@@ -160,11 +160,11 @@ def test_a_prune_from_another_folder_or_of_most_articles_needs_yes(kb, docs, tmp
 
 
 def test_an_export_imports_back_as_the_same_knowledge_base(kb, store, docs, tmp_path):
-    kb.import_directory(KB, str(docs))
+    kb.folders.import_directory(KB, str(docs))
     kb.create_article(KB, "Made in the store", "Not from a file.")
     kb.create_article(KB, "A draft", "Not yet.", published=False)
     out = tmp_path / "export"
-    result = kb.export_directory(KB, str(out), include_drafts=True)
+    result = kb.folders.export_directory(KB, str(out), include_drafts=True)
     assert result["counts"]["write"] == 6
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*.md")) == [
         "art-000005.md", "art-000006.md", "guides/billing.md", "guides/returns.md",
@@ -172,40 +172,40 @@ def test_an_export_imports_back_as_the_same_knowledge_base(kb, store, docs, tmp_
     assert not list(out.rglob("*.tmp"))
     # Into a new knowledge base: the same articles, drafts as drafts.
     store.create_knowledge_base("copy")
-    store.import_directory("copy", str(out))
+    store.folders.import_directory("copy", str(out))
     def state(kb_id):
         return sorted((a["title"], store.get_article(kb_id, a["article_id"])["content"],
                        a["published"]) for a in store.list_articles(kb_id))
     assert state("copy") == state(KB)
     # Back into the same one: every file is its article's; the two made in the store are
     # adopted by their files (and the draft stays a draft), then nothing changes.
-    again = kb.import_directory(KB, str(out))
+    again = kb.folders.import_directory(KB, str(out))
     assert (again["counts"]["unchanged"], again["counts"]["adopt"],
             again["counts"]["create"]) == (4, 2, 0)
     assert state(KB) == state("copy") and kb.audit() == []
-    assert kb.import_directory(KB, str(out))["counts"]["unchanged"] == 6
+    assert kb.folders.import_directory(KB, str(out))["counts"]["unchanged"] == 6
     # The adopted articles' files gain their source; then an export writes nothing.
-    again = kb.export_directory(KB, str(out), include_drafts=True)["counts"]
+    again = kb.folders.export_directory(KB, str(out), include_drafts=True)["counts"]
     assert (again["write"], again["unchanged"]) == (2, 4)
-    assert kb.export_directory(KB, str(out), include_drafts=True)["counts"]["unchanged"] == 6
+    assert kb.folders.export_directory(KB, str(out), include_drafts=True)["counts"]["unchanged"] == 6
 
 
 def test_a_moved_exported_file_keeps_its_article(kb, docs, tmp_path):
-    kb.import_directory(KB, str(docs))
+    kb.folders.import_directory(KB, str(docs))
     out = tmp_path / "export"
-    kb.export_directory(KB, str(out))
-    assert kb.import_directory(KB, str(out))["counts"]["unchanged"] == 4  # the folder is out
+    kb.folders.export_directory(KB, str(out))
+    assert kb.folders.import_directory(KB, str(out))["counts"]["unchanged"] == 4  # the folder is out
     refund = [a for a in kb.list_articles(KB) if a["source"] == "refunds.md"][0]
     os.makedirs(str(out / "policies"))
     shutil.move(str(out / "refunds.md"), str(out / "policies" / "refund-policy.md"))
-    result = kb.import_directory(KB, str(out), prune=True)
+    result = kb.folders.import_directory(KB, str(out), prune=True)
     [moved] = [a for a in result["actions"] if a["source"] == "policies/refund-policy.md"]
     assert (moved["action"], moved["article_id"]) == ("rename", refund["article_id"])
     assert result["counts"]["create"] == 0 and result["counts"]["unpublish"] == 0
 
 
 def test_an_agents_edit_goes_back_to_its_file_and_the_next_import_is_clean(kb, docs, clock):
-    kb.import_directory(KB, str(docs))
+    kb.folders.import_directory(KB, str(docs))
     refund = [a for a in kb.list_articles(KB) if a["source"] == "refunds.md"][0]
     current = kb.call_tool("read_knowledge_article", {"knowledge_base_id": KB,
                                                       "article_id": refund["article_id"]},
@@ -216,31 +216,31 @@ def test_an_agents_edit_goes_back_to_its_file_and_the_next_import_is_clean(kb, d
         "content": current["content"] + "\n\nTen in December.",
         "expected_version": current["updated_at"], "idempotency_key": "agent"},
         granted=GRANTED, actor="bot")
-    assert kb.import_directory(KB, str(docs))["counts"]["conflict"] == 1
-    written = kb.export_directory(KB, str(docs), edited=True)
+    assert kb.folders.import_directory(KB, str(docs))["counts"]["conflict"] == 1
+    written = kb.folders.export_directory(KB, str(docs), edited=True)
     assert [(a["path"], a["action"]) for a in written["actions"]] == [("refunds.md", "write")]
     assert "Ten in December." in (docs / "refunds.md").read_text(encoding="utf-8")
-    clean = kb.import_directory(KB, str(docs))
+    clean = kb.folders.import_directory(KB, str(docs))
     assert clean["counts"]["conflict"] == 0 and clean["counts"]["update"] == 0
-    assert kb.import_directory(KB, str(docs))["counts"]["unchanged"] == 4
+    assert kb.folders.import_directory(KB, str(docs))["counts"]["unchanged"] == 4
 
 
 def test_an_export_never_overwrites_a_changed_file_unasked(kb, docs, tmp_path, clock):
-    kb.import_directory(KB, str(docs))
+    kb.folders.import_directory(KB, str(docs))
     ids = {a["source"]: a["article_id"] for a in kb.list_articles(KB)}
     out = tmp_path / "export"
-    kb.export_directory(KB, str(out))
+    kb.folders.export_directory(KB, str(out))
     write(out, "shipping.md", "# Mine\n\nI changed this file.\n")
     clock.advance(minutes=1)
     kb.save_article(KB, ids["refunds.md"], content="Changed in the store.")
     with pytest.raises(kbcite.InvalidArgument) as info:
-        kb.export_directory(KB, str(out))
+        kb.folders.export_directory(KB, str(out))
     assert "shipping.md" in info.value.message and "refunds.md" not in info.value.message
     assert (out / "shipping.md").read_text(encoding="utf-8").startswith("# Mine")
     assert "Changed in the store." not in (out / "refunds.md").read_text(encoding="utf-8")
-    plan = kb.export_directory(KB, str(out), dry_run=True)
+    plan = kb.folders.export_directory(KB, str(out), dry_run=True)
     assert {a["path"]: a["action"] for a in plan["actions"]}["shipping.md"] == "exists"
-    assert kb.export_directory(KB, str(out), yes=True)["counts"]["write"] == 2
+    assert kb.folders.export_directory(KB, str(out), yes=True)["counts"]["write"] == 2
     # Over the imported folder, a file changed since its import, as its article was: kept.
     write(docs, "shipping.md", "# Shipping\n\nA person's local change.\n")
     current = kb.call_tool("read_knowledge_article", {"knowledge_base_id": KB,
@@ -250,7 +250,7 @@ def test_an_export_never_overwrites_a_changed_file_unasked(kb, docs, tmp_path, c
     kb.call_tool("edit_knowledge_article", {
         "knowledge_base_id": KB, "article_id": ids["shipping.md"], "content": "An agent's.",
         "expected_version": current["updated_at"], "idempotency_key": "a2"}, granted=GRANTED)
-    result = kb.export_directory(KB, str(docs), edited=True)
+    result = kb.folders.export_directory(KB, str(docs), edited=True)
     assert {a["path"]: a["action"] for a in result["actions"]}["shipping.md"] == "conflict"
     assert "local change" in (docs / "shipping.md").read_text(encoding="utf-8")
 

@@ -64,7 +64,7 @@ def test_every_kind_of_change_appends_a_version_with_its_event_and_actor(kb, clo
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.md").write_text("# Imported\n\nFrom a file.\n", encoding="utf-8")
-    kb.import_directory(KB, str(folder))
+    kb.folders.import_directory(KB, str(folder))
     rows = kb.history(KB, aid)
     assert [(r["action"], r["actor"], r["event"], r["published"]) for r in rows] == [
         ("create", "alice", "article.published", True),

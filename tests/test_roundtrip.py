@@ -85,7 +85,7 @@ def source_ids(store):
 
 
 def test_a_pruned_history_keeps_the_round_trip(kb, docs, clock):
-    kb.import_directory(KB, str(docs))
+    kb.folders.import_directory(KB, str(docs))
     ids = source_ids(kb)
     agent_edit(kb, ids["refunds.md"], "Refunds take five working days.\n\nTen in December.",
                clock)
@@ -95,12 +95,12 @@ def test_a_pruned_history_keeps_the_round_trip(kb, docs, clock):
     pruned = kb.prune_history(KB, 0)
     assert pruned["pruned"] == 1  # the agent's first edit; the import's base is kept
     assert kb.prune_history(KB, 0, dry_run=True)["pruned"] == 0
-    written = kb.export_directory(KB, str(docs), edited=True)
+    written = kb.folders.export_directory(KB, str(docs), edited=True)
     assert [(a["path"], a["action"]) for a in written["actions"]] == [("refunds.md", "write")]
     assert "six working days" in (docs / "refunds.md").read_text(encoding="utf-8")
-    again = kb.import_directory(KB, str(docs))
+    again = kb.folders.import_directory(KB, str(docs))
     assert again["counts"]["conflict"] == 0 and again["counts"]["update"] == 0
-    assert kb.import_directory(KB, str(docs))["counts"]["unchanged"] == 2
+    assert kb.folders.import_directory(KB, str(docs))["counts"]["unchanged"] == 2
     assert kb.audit() == []
 
 
@@ -154,13 +154,13 @@ def test_an_import_summary_counts_files_apart_from_unpublished_articles(db, docs
 
 
 def test_reimporting_an_export_changes_no_text_as_the_docs_say(kb, docs, tmp_path):
-    kb.import_directory(KB, str(docs))
+    kb.folders.import_directory(KB, str(docs))
     kb.create_article(KB, "Made in the store", "Not from a file.")
     before = {a["article_id"]: kb.get_article(KB, a["article_id"])["content"]
               for a in kb.list_articles(KB)}
     out = tmp_path / "export"
-    kb.export_directory(KB, str(out))
-    counts = kb.import_directory(KB, str(out))["counts"]
+    kb.folders.export_directory(KB, str(out))
+    counts = kb.folders.import_directory(KB, str(out))["counts"]
     assert {name for name in counts if counts[name]} == {"unchanged", "adopt"}
     assert before == {a["article_id"]: kb.get_article(KB, a["article_id"])["content"]
                       for a in kb.list_articles(KB)}
@@ -188,7 +188,7 @@ def test_messages_name_the_command_lines_flags_not_python_keywords(db, docs, tmp
     message = fails(db, "export", KB, out)
     assert "--yes" in message and "yes=True" not in message
     with KBStore(str(db)) as store, pytest.raises(Exception) as info:
-        store.export_directory(KB, str(out))
+        store.folders.export_directory(KB, str(out))
     assert "yes=True" in info.value.message  # the Python API names its own keyword
 
 
@@ -196,13 +196,13 @@ def test_a_page_named_dot_dot_md_is_imported_when_kbignore_takes_it_back(kb, tmp
     folder = tmp_path / "docs"
     write(folder, "..md", "# Dot dot\n\nA real page name.\n")
     write(folder, ".hidden.md", "# Hidden\n\nstays out\n")
-    assert kb.import_directory(KB, str(folder))["counts"]["create"] == 0
+    assert kb.folders.import_directory(KB, str(folder))["counts"]["create"] == 0
     write(folder, ".kbignore", "!..md\n")
-    result = kb.import_directory(KB, str(folder))
+    result = kb.folders.import_directory(KB, str(folder))
     assert [(a["source"], a["action"]) for a in result["actions"]] == [("..md", "create")]
     assert {s["source"] for s in result["skipped"]} == {".hidden.md"}
     out = tmp_path / "export"
-    kb.export_directory(KB, str(out))
+    kb.folders.export_directory(KB, str(out))
     assert (out / "..md").is_file()
 
 
@@ -429,7 +429,7 @@ def test_export_edited_writes_the_imported_form_and_the_diff_is_the_edit(kb, tmp
     folder = tmp_path / "docs"
     for i, original in enumerate(PAGES):
         write(folder, "page-%02d.md" % i, original)
-    kb.import_directory(KB, str(folder))
+    kb.folders.import_directory(KB, str(folder))
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     ids = source_ids(kb)
     for i, original in enumerate(PAGES):
@@ -437,7 +437,7 @@ def test_export_edited_writes_the_imported_form_and_the_diff_is_the_edit(kb, tmp
         lines = article["content"].split("\n")
         lines[-1] = lines[-1] + " Edited."  # one line changed by an agent
         agent_edit(kb, article["article_id"], "\n".join(lines), clock, key="e%d" % i)
-    result = kb.export_directory(KB, str(folder), edited=True)
+    result = kb.folders.export_directory(KB, str(folder), edited=True)
     assert result["counts"]["write"] == len(PAGES)
     for i in range(len(PAGES)):
         name = "page-%02d.md" % i
@@ -445,10 +445,10 @@ def test_export_edited_writes_the_imported_form_and_the_diff_is_the_edit(kb, tmp
         changed = diff_lines(before[name].decode("utf-8"), now.decode("utf-8"))
         assert len(changed) == 2 and changed[1].endswith(" Edited."), (name, changed)
         assert b"article_id" not in now or b"article_id" in before[name]
-    again = kb.import_directory(KB, str(folder))
+    again = kb.folders.import_directory(KB, str(folder))
     assert again["counts"]["conflict"] == 0 and again["counts"]["update"] == 0
-    assert kb.import_directory(KB, str(folder))["counts"]["unchanged"] == len(PAGES)
-    assert kb.export_directory(KB, str(folder), edited=True)["counts"]["write"] == 0
+    assert kb.folders.import_directory(KB, str(folder))["counts"]["unchanged"] == len(PAGES)
+    assert kb.folders.export_directory(KB, str(folder), edited=True)["counts"]["write"] == 0
 
 
 def test_export_edited_front_matter_asks_for_the_full_form(db, docs):
@@ -531,13 +531,13 @@ def test_the_round_trip_adds_no_markdownlint_violation(tmp_path, clock):
     before = lint()
     kb = KBStore(":memory:", clock=clock, create=True)
     kb.create_knowledge_base(KB)
-    kb.import_directory(KB, str(folder))
+    kb.folders.import_directory(KB, str(folder))
     ids = source_ids(kb)
     for i in range(len(pages)):
         article = kb.get_article(KB, ids["page-%02d.md" % i])
         agent_edit(kb, article["article_id"], article["content"] + "\n\nAn agent's line.",
                    clock, key="l%d" % i)
-    kb.export_directory(KB, str(folder), edited=True)
+    kb.folders.export_directory(KB, str(folder), edited=True)
     kb.close()
     after = lint()
     assert after <= before, sorted(after - before)
@@ -566,7 +566,7 @@ def history_of(store, kb_id):
 
 def busy_history(store, docs, clock):
     """A knowledge base with imports, an agent's edit, a draft, a deletion and a prune."""
-    store.import_directory(KB, str(docs))
+    store.folders.import_directory(KB, str(docs))
     ids = source_ids(store)
     agent_edit(store, ids["refunds.md"], "Refunds take a day.\n", clock)
     clock.advance(minutes=1)

@@ -25,7 +25,7 @@ def cmd_import(store, args, out):
     """Sync a folder of Markdown files into a knowledge base; exit 3 if edits were kept."""
     progress = Progress(sys.stderr)
     try:
-        result = store.import_directory(args.kb, args.directory, prune=args.prune,
+        result = store.folders.import_directory(args.kb, args.directory, prune=args.prune,
                                         force=args.force, dry_run=args.dry_run,
                                         skip_bad=args.skip_bad, yes=args.yes,
                                         progress=progress)
@@ -96,7 +96,7 @@ def cmd_export(store, args, out):
     sides was left alone."""
     progress = Progress(sys.stderr)
     try:
-        result = store.export_directory(args.kb, args.directory, include_drafts=args.all,
+        result = store.folders.export_directory(args.kb, args.directory, include_drafts=args.all,
                                         edited=args.edited, force=args.force, yes=args.yes,
                                         dry_run=args.dry_run, progress=progress,
                                         front_matter=True if args.front_matter else None)

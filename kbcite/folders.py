@@ -1,0 +1,39 @@
+"""A knowledge base and folders of Markdown files, both ways, as ``store.folders``: the import
+of a folder (``kbcite.importer``, which honours later edits), the same sync for documents from
+anywhere, and the export back to a folder (``kbcite.exporter``)."""
+
+from . import exporter, importer
+
+
+class Folders:
+    """A store's imports and exports: ``import_directory``, ``sync_articles``,
+    ``export_directory``."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def import_directory(self, kb_id, directory, *, prune=False, force=False, dry_run=False,
+                         skip_bad=False, yes=False, progress=None):
+        """Sync a folder of Markdown files into a knowledge base; returns the plan it carried
+        out, the bad files and those left out (``kbcite.importer.import_directory``)."""
+        return importer.import_directory(self._ctx, kb_id, directory, prune=prune, force=force,
+                                         dry_run=dry_run, skip_bad=skip_bad, yes=yes,
+                                         progress=progress)
+
+    def export_directory(self, kb_id, directory, *, include_drafts=False, edited=False,
+                         force=False, yes=False, dry_run=False, progress=None,
+                         front_matter=None):
+        """Write the articles back to a folder as Markdown (with front matter, or, edited,
+        each in the form it was imported in); returns what it did to each
+        (``kbcite.exporter.export_directory``)."""
+        return exporter.export_directory(self._ctx, kb_id, directory,
+                                         include_drafts=include_drafts, edited=edited,
+                                         force=force, yes=yes, dry_run=dry_run,
+                                         progress=progress, front_matter=front_matter)
+
+    def sync_articles(self, kb_id, documents, *, prune=False, force=False, dry_run=False,
+                      yes=False, progress=None):
+        """Make the articles imported from ``documents`` match them, honouring later edits
+        (``kbcite.importer.sync_articles``)."""
+        return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
+                                      dry_run=dry_run, yes=yes, progress=progress)
