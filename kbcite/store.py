@@ -35,10 +35,11 @@ from . import (
 from .context import Context
 from .engines import open_engine
 from .errors import InternalError, InvalidArgument, ToolError
-from .limits import BUSY_TIMEOUT_S, SCHEMA_VERSION, VECTORS_SCHEMA
+from .limits import BUSY_TIMEOUT_S
 from .search import hits, index
 from .search.semantic import Semantic
 from .tools import TOOLS
+from .upgrade import upgrade as upgrade_store
 from .validation import (
     check_new_article, check_source, clip, granted_set, shown, validate_arguments,
 )
@@ -115,28 +116,8 @@ class KBStore:
         # What a team issuer's people and groups may do, besides their tokens' scopes.
         self.grants = grants.Grants(self._ctx)
 
-    @classmethod
-    def upgrade(cls, address, semantic=None):
-        """Bring an older store up to this schema in one transaction, re-indexing what the
-        new schema indexes differently (and, where the semantic half is on, embedding the
-        articles of a store that had no vectors); returns ``(old schema, new schema)``."""
-        db = open_engine(address, upgrading=True)
-        halves = Semantic.opened(semantic, address)
-        try:
-            # A migration may rebuild a table that others refer to; the upgrade checks the
-            # references itself before it commits.
-            db.foreign_keys(False)
-            with db.write():
-                found, kb_pks = db.upgrade_schema()
-                for kb_pk in kb_pks:
-                    index.index_all(db, db.kb_by_pk(kb_pk))
-                if found < VECTORS_SCHEMA and halves.on:
-                    for kb in db.audit_kbs():
-                        halves.embed_all(db, kb)
-            db.foreign_keys(True)
-        finally:
-            db.close()
-        return found, SCHEMA_VERSION
+    # Bring an older store up to this schema (``kbcite.upgrade.upgrade``).
+    upgrade = staticmethod(upgrade_store)
 
     @classmethod
     def from_image(cls, image, *, clock=None, semantic=None):

@@ -21,7 +21,7 @@ FLOORS = {
         "kbcite.context", "kbcite.history", "kbcite.citations", "kbcite.changes",
         "kbcite.catalog", "kbcite.proposals", "kbcite.linediff", "kbcite.threeway",
         "kbcite.merging",
-        "kbcite.folder", "kbcite.exporter", "kbcite.folders", "kbcite.backup",
+        "kbcite.folder", "kbcite.exporter", "kbcite.folders", "kbcite.backup", "kbcite.upgrade",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index",
         "kbcite.search.semantic"],
     # The engines: the package that picks one; each engine and its schema; the contract and
