@@ -34,6 +34,15 @@ WAIT_SLICE_MS = 50
 # SQLite's primary result codes that say who is at fault (sqlite3.Error.sqlite_errorcode exists
 # from Python 3.11; older ones are told by the message text instead).
 BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+
+# A new store's page size. An article's text is a few kilobytes: 4 KiB pages (SQLite's
+# default) hold one or two and leave the rest empty, 16 KiB ones hold several. At 100,000
+# articles of the benchmark's corpus the file was 358.6 MB with 4 KiB pages, 326.9 MB with
+# 16 KiB ones (1.79x the raw text, where 1.96x).
+PAGE_SIZE = 16384
+
+# ``PRAGMA auto_vacuum``'s value for incremental (set on every new store).
+INCREMENTAL = 2
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 READONLY_CODE = 8  # SQLITE_READONLY
 
@@ -196,9 +205,17 @@ class FTS5Index:
             self._conn.execute("DROP TABLE temp.vocab_%s" % table)
 
     def optimize(self, kb_pk):
-        """Merge each of the knowledge base's indexes into one segment."""
+        """Merge each of the knowledge base's indexes into one segment, and give the pages
+        that freed (and any other free page) back to the file system."""
         for table in ("fts_%d" % int(kb_pk), "fts_title_%d" % int(kb_pk)):
             self._conn.execute("INSERT INTO {0} ({0}) VALUES ('optimize')".format(table))
+        # The module steps a statement that returns no rows once, and each step of
+        # incremental_vacuum frees one page: one statement a free page. A store made before
+        # auto_vacuum was set keeps its free pages (the pragma frees nothing there).
+        free = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
+        if self._conn.execute("PRAGMA auto_vacuum").fetchone()[0] == INCREMENTAL:
+            for _ in range(free):
+                self._conn.execute("PRAGMA incremental_vacuum")
 
 
 class SQLiteEngine(FTS5Index, SharedSQL, Engine):
@@ -305,6 +322,10 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
 
     def _create_schema(self):
         """Make the empty database a store, unless another process just did (checked under lock)."""
+        # Before the first table (and WAL, which fixes the page size): see PAGE_SIZE, and
+        # ``optimize``, which hands the pages a merge freed back to the file system.
+        self._conn.execute("PRAGMA page_size = %d" % PAGE_SIZE)
+        self._conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         if not self.memory:
             # WAL lets readers run beside the one writer; it stays set in the file.
             self._conn.execute("PRAGMA journal_mode = WAL")
