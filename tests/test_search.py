@@ -448,9 +448,9 @@ def test_a_stored_body_finds_each_count_by_its_terms_id():
     # IDs and counts across the one-, two- and three-digit boundaries, and IDs whose
     # digits are another ID's tail or head: each lookup finds its own entry, or nothing.
     rng = random.Random(7)
-    term_ids = sorted(rng.sample(range(1, 300000), 400) + [0, 1, 127, 128, 129, 16383, 16384,
-                                                            2 ** 21 - 1, 2 ** 21, 5, 5 * 128])
-    counts = {("t%d" % i): rng.choice([1, 2, 3, 127, 128, 129, 16384, 10 ** 6])
+    term_ids = sorted(set(rng.sample(range(1, 300000), 400) + [
+        0, 1, 63, 64, 65, 127, 128, 4095, 4096, 2 ** 18 - 1, 2 ** 18, 5, 5 * 64, 5 * 64 + 5]))
+    counts = {("t%d" % i): rng.choice([1, 1, 2, 3, 63, 64, 65, 4096, 10 ** 6])
               for i in term_ids[::2]}
     ids = {("t%d" % i): i for i in term_ids}
     doc = ranking.SearchDoc(("x",), counts, 1, sum(counts.values()))
@@ -461,7 +461,9 @@ def test_a_stored_body_finds_each_count_by_its_terms_id():
     assert ranking.SearchDoc.stored({"title_terms": "x", "title_len": 1, "body": body,
                                      "body_len": doc.body_len}, names) == doc
     with pytest.raises(ValueError, match="inside a term ID"):
-        ranking.decode_body(body + ranking.term_key(5))
+        ranking.decode_body(body + bytes([ranking.MORE | 1]))
+    with pytest.raises(ValueError, match="without its term ID"):
+        ranking.decode_body(bytes([ranking.COUNT | 3]) + body)
 
 
 def test_a_body_naming_an_unknown_term_id_is_damage_the_audit_reports(store, engine):
@@ -471,7 +473,7 @@ def test_a_body_naming_an_unknown_term_id_is_damage_the_audit_reports(store, eng
     assert store.audit() == []
     with store._db.write():
         store._db.execute("UPDATE search_docs SET body = ? WHERE pk = (SELECT pk FROM articles "
-                          "WHERE article_id = ?)", (ranking.term_key(10 ** 6) + bytes([0x81]),
+                          "WHERE article_id = ?)", (ranking.term_key(10 ** 6)[0],
                                                     art))
     problems = store.audit()
     assert any("search statistics of article" in p and "KeyError" in p for p in problems), problems

@@ -34,62 +34,93 @@ SCORED_TERMS_MAX = 32
 # (queries x this), never by how many articles hold a common word.
 CANDIDATES_PER_QUERY = 50
 
-# A stored body is, for each distinct term, its ID in the knowledge base's term table then
-# its count, each in base-128 digits, most significant first: an ID's digits in bytes 0x00 to
-# 0x7f, a count's in 0x80 to 0xff. An ID's bytes are bounded by count bytes (or the start),
-# so ``bytes.find`` of an ID tells its entry from a longer ID's tail by the bytes around it,
-# and scoring reads a query term's count without parsing the rest: about 2.5 bytes a term,
-# where ``\nterm\tcount`` text took 9 and a regular expression over all of it per candidate.
-DIGIT = 0x80
+# A stored body is, for each distinct term, its ID in the knowledge base's term table and its
+# count, in base-64 digits, most significant first, each byte's top two bits saying what it
+# is: an ID digit with more to come (MORE), an ID's last digit where the count is 1 (ONE: most
+# terms of a body are said once, and their count takes no byte), an ID's last digit where
+# count digits follow (MANY), a count digit (COUNT). An entry starts at the start or after a
+# ONE or COUNT byte, so ``bytes.find`` of an ID's two forms tells its entry from a longer ID's
+# tail by the byte before it, and scoring reads a query term's count without parsing the
+# rest: about 2 bytes a term, where ``\nterm\tcount`` text took 9 and a regular expression
+# over all of it per candidate.
+MORE, ONE, MANY, COUNT = 0x00, 0x40, 0x80, 0xC0
+KIND, VALUE = 0xC0, 0x3F
 
 
 def term_key(term_id):
-    """The bytes an ID is stored as in a body (``DIGIT``'s comment): what scoring looks for."""
-    return _digits(term_id, 0)
+    """The two forms an ID takes in a body, ``(count 1, count digits follow)``: what
+    scoring looks for."""
+    digits = _digits(term_id)
+    head = bytes(MORE | d for d in digits[:-1])
+    return head + bytes([ONE | digits[-1]]), head + bytes([MANY | digits[-1]])
 
 
-def _digits(n, high):
-    out = [high | (n & 0x7F)]
-    n >>= 7
+def _digits(n):
+    out = [n & VALUE]
+    n >>= 6
     while n:
-        out.append(high | (n & 0x7F))
-        n >>= 7
-    return bytes(reversed(out))
+        out.append(n & VALUE)
+        n >>= 6
+    return out[::-1]
+
+
+def _entry(term_id, count):
+    one, many = term_key(term_id)
+    if count == 1:
+        return one
+    return many + bytes(COUNT | d for d in _digits(count))
 
 
 def body_count(body, key):
     """The count stored in ``body`` for the term whose ``term_key`` is ``key``, or 0."""
-    start = body.find(key)
+    one, many = key
+    start = body.find(one)
     while start >= 0:
-        end = start + len(key)
-        # A whole ID: a count byte (or nothing) before it, a count byte after it.
-        if (start == 0 or body[start - 1] >= DIGIT) and end < len(body) and body[end] >= DIGIT:
-            count = 0
-            while end < len(body) and body[end] >= DIGIT:
-                count = (count << 7) | (body[end] & 0x7F)
+        # A whole ID: at the start, or after an entry's last byte (not an ID digit).
+        if start == 0 or body[start - 1] >= ONE:
+            return 1
+        start = body.find(one, start + 1)
+    start = body.find(many)
+    while start >= 0:
+        if start == 0 or body[start - 1] >= ONE:
+            end, count = start + len(many), 0
+            while end < len(body) and body[end] >= COUNT:
+                count = (count << 6) | (body[end] & VALUE)
                 end += 1
             return count
-        start = body.find(key, start + 1)
+        start = body.find(many, start + 1)
     return 0
 
 
 def decode_body(body):
     """A stored body's ``(term ID, count)`` pairs, in stored order."""
-    pairs, number, in_count, term_id = [], 0, False, 0
+    pairs, number, pending, count, in_id = [], 0, None, 0, False
     for byte in body:
-        if byte >= DIGIT:
-            if not in_count:
-                term_id, number, in_count = number, 0, True
-            number = (number << 7) | (byte & 0x7F)
-        else:
-            if in_count:
-                pairs.append((term_id, number))
-                number, in_count = 0, False
-            number = (number << 7) | byte
-    if in_count:
-        pairs.append((term_id, number))
-    elif body:
+        kind, digit = byte & KIND, byte & VALUE
+        if kind == COUNT:
+            if pending is None:
+                raise ValueError("a stored body has a count without its term ID")
+            count = (count << 6) | digit
+            continue
+        if pending is not None:
+            if not count:
+                raise ValueError("a stored body has a term ID without its count")
+            pairs.append((pending, count))
+            pending, count = None, 0
+        number = (number << 6) | digit
+        in_id = kind == MORE
+        if kind == ONE:
+            pairs.append((number, 1))
+        elif kind == MANY:
+            pending = number
+        if not in_id:
+            number = 0
+    if in_id:
         raise ValueError("a stored body ends inside a term ID")
+    if pending is not None:
+        if not count:
+            raise ValueError("a stored body has a term ID without its count")
+        pairs.append((pending, count))
     return pairs
 
 
@@ -128,8 +159,8 @@ class SearchDoc:
         return " ".join(self.title_tokens)
 
     def body_bytes(self, ids):
-        """The body's counts as stored (``DIGIT``'s comment), by the term IDs ``ids``."""
-        return b"".join(_digits(ids[term], 0) + _digits(count, DIGIT) for term, count in
+        """The body's counts as stored (``MORE``'s comment), by the term IDs ``ids``."""
+        return b"".join(_entry(ids[term], count) for term, count in
                         sorted(self.body_counts.items(), key=lambda item: ids[item[0]]))
 
     def terms(self):
@@ -174,8 +205,8 @@ def presence_totals(docs):
 
 def score_needles(terms, ids):
     """What ``score`` looks for, built once per query, not per article: the terms, and each
-    term with the bytes its ID (from ``ids``) is stored as in a body."""
-    return frozenset(terms), [(term, term_key(ids[term])) for term in terms]
+    term with the two forms its ID (from ``ids``) takes in a body (``term_key``)."""
+    return frozenset(terms), [(term,) + term_key(ids[term]) for term in terms]
 
 
 def score(doc_row, needles, stats):
@@ -189,19 +220,15 @@ def score(doc_row, needles, stats):
     title = doc_row["title_terms"].split()
     body = doc_row["body"]
     # Only the query's terms are looked up: this runs for every candidate of every search,
-    # so ``body_count``'s common case (the first find a whole ID, a one-byte count) is here.
-    find, size = body.find, len(body)
+    # so ``body_count``'s common cases are here (a term said once; a term not there).
+    find = body.find
     tf_body = {}
-    for term, key in keys:
-        start = find(key)
-        if start < 0:
-            continue
-        end = start + len(key)
-        if end < size and body[end] >= DIGIT and (start == 0 or body[start - 1] >= DIGIT) \
-                and (end + 1 == size or body[end + 1] < DIGIT):
-            tf_body[term] = body[end] & 0x7F
-        else:
-            count = body_count(body, key)
+    for term, one, many in keys:
+        start = find(one)
+        if start >= 0 and (start == 0 or body[start - 1] >= ONE):
+            tf_body[term] = 1
+        elif start >= 0 or find(many) >= 0:
+            count = body_count(body, (one, many))
             if count:
                 tf_body[term] = count
     tf_title = {}
