@@ -33,12 +33,17 @@ class Threads:
         future = loop.create_future()
         with self._lock:
             self._work.append((loop, future, fn, args))
-            if self._sleepers:
-                self._sleepers.pop().release()
-            elif self._threads < self.size:
+            sleeper = self._sleepers.pop() if self._sleepers else None
+            started = None
+            if sleeper is None and self._threads < self.size:
+                started = self._threads
                 self._threads += 1
-                threading.Thread(target=self._serve, daemon=True,
-                                 name="%s_%d" % (self.name, self._threads - 1)).start()
+        # Woken once the lock is let go: a thread woken inside it would wait for it again.
+        if sleeper is not None:
+            sleeper.release()
+        elif started is not None:
+            threading.Thread(target=self._serve, daemon=True,
+                             name="%s_%d" % (self.name, started)).start()
         return future
 
     def _next(self, wake):
