@@ -23,7 +23,8 @@ whatever else loads the machine falls on each alike:
 - ``old``: the ``http.server`` transport this one replaced, from git (``--against REV``, or
   ``--old-ref``; by default the parent of the commit that removed ``kbcite/server/http.py``),
   in a ``git worktree``: a commit's ``kbcite`` package, or before it the ``kb_server.py`` and
-  ``kb_store.py`` of the top level;
+  ``kb_store.py`` of the top level (one that takes ``--threads`` runs as ``new`` does, in one
+  process: its ``--workers`` are processes);
 - ``sdk``: ``bench/sdk_twin.py``, the same store's tools on the official SDK's Streamable HTTP
   app (``mcp``, Python 3.10 and newer); ``sdk-bare``: the same without its auth layer.
 
@@ -246,9 +247,19 @@ def server_command(target, address, tree, workers):
     if target == "old" and os.path.exists(os.path.join(tree, "kb_server.py")):
         argv = [sys.executable, os.path.join(tree, "kb_server.py"), "--db", address, "--http",
                 "127.0.0.1:0"]
-    if target == "old":
+    if target == "old" and not _takes_threads(tree):
         return argv + ["--workers", str(THREADS)], env  # threads, before --workers were processes
     return argv + ["--threads", str(THREADS), "--workers", str(workers)], env
+
+
+def _takes_threads(tree):
+    """Whether the kb-server of ``tree`` takes ``--threads`` (its ``--workers`` are processes
+    then, so an old commit of this era is started as ``new`` is, one process)."""
+    path = os.path.join(tree, "kbcite", "server", "options.py")
+    if not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8") as fh:
+        return '"--threads"' in fh.read()
 
 
 def process_tree(pid):
