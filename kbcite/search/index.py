@@ -39,9 +39,9 @@ def stored_doc(db, kb, pk):
     stored = db.search_doc(pk)
     if stored is None:
         raise db.damaged(kb, "search index")
-    body = bytes(stored["body"])
     try:
-        return SearchDoc.stored(stored, db.term_names(kb["pk"], (i for i, _ in decode_body(body))))
+        pairs = decode_body(bytes(stored["body"]))
+        return SearchDoc.stored(stored, db.term_names(kb["pk"], (i for i, _ in pairs)), pairs)
     except (KeyError, ValueError):
         raise db.damaged(kb, "search index") from None
 

@@ -147,10 +147,13 @@ class SearchDoc:
         return cls(title_tokens, dict(Counter(body)), len(title_tokens), len(body))
 
     @classmethod
-    def stored(cls, row, names):
+    def stored(cls, row, names, pairs=None):
         """The SearchDoc of a stored ``search_docs`` row; ``names`` maps the knowledge base's
-        term IDs to their terms (a KeyError names an ID it lacks)."""
-        counts = {names[term_id]: count for term_id, count in decode_body(bytes(row["body"]))}
+        term IDs to their terms (a KeyError names an ID it lacks); ``pairs`` is the row's
+        ``decode_body``, where the caller decoded it already (to read the names)."""
+        if pairs is None:
+            pairs = decode_body(bytes(row["body"]))
+        counts = {names[term_id]: count for term_id, count in pairs}
         return cls(tuple(row["title_terms"].split()), counts, row["title_len"], row["body_len"])
 
     @property

@@ -32,8 +32,9 @@ def as_schema_9(address, engine):
         rows = db.rows("SELECT d.pk, d.kb_pk, d.body FROM search_docs AS d ORDER BY d.pk")
         texts = []
         for row in rows:
-            names = db.term_names(row["kb_pk"], [i for i, _ in decode_body(bytes(row["body"]))])
-            counts = {names[i]: n for i, n in decode_body(bytes(row["body"]))}
+            pairs = decode_body(bytes(row["body"]))
+            names = db.term_names(row["kb_pk"], [i for i, _ in pairs])
+            counts = {names[i]: n for i, n in pairs}
             texts.append(("\n" + "".join("%s\t%d\n" % item for item in sorted(counts.items())),
                           row["pk"]))
     finally:

@@ -91,12 +91,7 @@ class SearchSQL:
         no row for given one, the next free IDs in that order (its counts follow with
         ``term_counts_add``). Writes hold the knowledge base's lock, so IDs never clash."""
         terms = list(dict.fromkeys(terms))
-        ids = {}
-        for start in range(0, len(terms), TERMS_PER_STATEMENT):
-            chunk = terms[start:start + TERMS_PER_STATEMENT]
-            for r in self.rows("SELECT term, term_id FROM search_terms WHERE kb_pk = ? AND "
-                               "term IN (%s)" % ",".join("?" * len(chunk)), [kb_pk] + chunk):
-                ids[r["term"]] = r["term_id"]
+        ids = {r["term"]: r["term_id"] for r in self._term_rows(kb_pk, "term", terms)}
         missing = [term for term in terms if term not in ids]
         if missing:
             top = self.row("SELECT max(term_id) AS top FROM search_terms WHERE kb_pk = ?",
@@ -110,14 +105,17 @@ class SearchSQL:
 
     def term_names(self, kb_pk, term_ids):
         """``{ID: term}`` for the knowledge base's term IDs ``term_ids`` (those it has)."""
-        term_ids = sorted(set(term_ids))
-        names = {}
-        for start in range(0, len(term_ids), TERMS_PER_STATEMENT):
-            chunk = term_ids[start:start + TERMS_PER_STATEMENT]
-            for r in self.rows("SELECT term, term_id FROM search_terms WHERE kb_pk = ? AND "
-                               "term_id IN (%s)" % ",".join("?" * len(chunk)), [kb_pk] + chunk):
-                names[r["term_id"]] = r["term"]
-        return names
+        return {r["term_id"]: r["term"]
+                for r in self._term_rows(kb_pk, "term_id", sorted(set(term_ids)))}
+
+    def _term_rows(self, kb_pk, column, values):
+        # The (term, term_id) rows whose ``column`` is one of ``values``, a statement a
+        # TERMS_PER_STATEMENT of them.
+        for start in range(0, len(values), TERMS_PER_STATEMENT):
+            chunk = values[start:start + TERMS_PER_STATEMENT]
+            yield from self.rows("SELECT term, term_id FROM search_terms WHERE kb_pk = ? AND "
+                                 "%s IN (%s)" % (column, ",".join("?" * len(chunk))),
+                                 [kb_pk] + chunk)
 
     def term_counts_add(self, kb_pk, deltas):
         """Move the per-term article counts by ``{term: (title delta, body delta)}`` (every
