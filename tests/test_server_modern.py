@@ -174,17 +174,20 @@ def test_a_forged_altered_expired_or_misused_handle_is_refused(start, db, tmp_pa
     secret = tmp_path / "secret"
     secret.write_bytes(b"s" * 32)
     client = start(db.path, argv=["-m", "kbcite.server", "--db", str(db.path), "--grant",
-                                  "support", "--signing-secret-file", str(secret),
-                                  "--approval-ttl", "1"])
+                                  "support", "--signing-secret-file", str(secret)])
     before = store_read(db, db.password)
     arguments, first = ask_for_edit(client, db)
     state = first["requestState"]
     payload, mac = state.split(".")
     other_secret = ApprovalSigner(b"t" * 32).issue("stdio", EDIT, arguments)
     other_caller = ApprovalSigner(b"s" * 32).issue("someone", EDIT, arguments)
+    # Signed with the server's own secret, but issued long enough ago to have expired: no
+    # sleeping, so a slow machine cannot expire the genuine handle before its checks run.
+    expired = ApprovalSigner(b"s" * 32, clock=lambda: time.time() - 3600).issue(
+        "stdio", EDIT, arguments)
     for bad in (payload + "." + mac[:-2] + ("AA" if mac[-2:] != "AA" else "BB"),
                 payload[:-1] + ("A" if payload[-1] != "A" else "B") + "." + mac,
-                "not a handle", other_secret, other_caller):
+                "not a handle", other_secret, other_caller, expired):
         response = call(client, "tools/call", {"name": EDIT, "arguments": arguments,
                                                "requestState": bad, "inputResponses": {
                                                    "approve": {"action": "accept"}}}, ASKING)
@@ -195,10 +198,25 @@ def test_a_forged_altered_expired_or_misused_handle_is_refused(start, db, tmp_pa
                                            "requestState": state, "inputResponses": {
                                                "approve": {"action": "accept"}}}, ASKING)
     assert "other arguments" in response["error"]["message"]
-    time.sleep(2.1)
     response = call(client, "tools/call", {"name": EDIT, "arguments": arguments,
-                                           "requestState": state, "inputResponses": {
+                                           "requestState": expired, "inputResponses": {
                                                "approve": {"action": "accept"}}}, ASKING)
+    assert "expired" in response["error"]["message"]
+    assert store_read(db, db.password) == before
+
+
+def test_a_handle_outlives_no_approval_ttl(start, db):
+    """--approval-ttl bounds a handle's life: one second, then the answer is refused."""
+    client = start(db.path, argv=["-m", "kbcite.server", "--db", str(db.path), "--grant",
+                                  "support", "--approval-ttl", "1"])
+    before = store_read(db, db.password)
+    arguments, first = ask_for_edit(client, db)
+    time.sleep(2.1)  # only ever later than the expiry, however slow the machine
+    response = call(client, "tools/call", {"name": EDIT, "arguments": arguments,
+                                           "requestState": first["requestState"],
+                                           "inputResponses": {"approve": {"action": "accept"}}},
+                    ASKING)
+    assert response["error"]["code"] == -32602
     assert "expired" in response["error"]["message"]
     assert store_read(db, db.password) == before
 
