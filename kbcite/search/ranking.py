@@ -228,12 +228,23 @@ def score(doc_row, needles, stats):
     tf_body = {}
     for term, one, many in keys:
         start = find(one)
-        if start >= 0 and (start == 0 or body[start - 1] >= ONE):
-            tf_body[term] = 1
-        elif start >= 0 or find(many) >= 0:
+        if start < 0:
+            start = find(many)
+            if start < 0:
+                continue
+            if start and body[start - 1] < ONE:  # inside a longer ID: look further
+                count = body_count(body, (one, many))
+            else:
+                end, count, size = start + len(many), 0, len(body)
+                while end < size and body[end] >= COUNT:
+                    count = (count << 6) | (body[end] & VALUE)
+                    end += 1
+        elif start and body[start - 1] < ONE:
             count = body_count(body, (one, many))
-            if count:
-                tf_body[term] = count
+        else:
+            count = 1
+        if count:
+            tf_body[term] = count
     tf_title = {}
     for term in title:
         if term in terms:

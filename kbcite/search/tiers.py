@@ -91,7 +91,10 @@ def ranked(db, kb, text, limit, work):
             rows = [docs[pk] for pk in new] if docs is not None else db.search_docs(new)
             for row in rows:
                 held, value = score(row, needles, stats)
-                named = content_words(row["title_terms"].split()) == exact
+                title = row["title_terms"]
+                # A title the query names holds the query's first word: most titles do not,
+                # and are told so without splitting them again.
+                named = (not exact or exact[0] in title) and content_words(title.split()) == exact
                 tier = min(len(terms) - held, 2) if tiered else 0
                 scored[row["pk"]] = (not named, tier, -value, row["pk"])
             work["scored"] += len(new)
