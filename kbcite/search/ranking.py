@@ -206,10 +206,14 @@ def presence_totals(docs):
     return totals
 
 
-def score_needles(terms, ids):
-    """What ``score`` looks for, built once per query, not per article: the terms, and each
-    term with the two forms its ID (from ``ids``) takes in a body (``term_key``)."""
-    return frozenset(terms), [(term,) + term_key(ids[term]) for term in terms]
+def score_needles(terms, stats):
+    """What ``score`` looks for, built once per query, not per article: the terms, and for
+    each term the two forms its ID (``stats["ids"]``) takes in a body (``term_key``) and its
+    factor ``weight x idf x (K1 + 1)``."""
+    ids, idfs, weights = stats["ids"], stats["idf"], stats["weight"]
+    return frozenset(terms), [(term,) + term_key(ids[term])
+                              + (weights[term] * idfs[term] * (BM25_K1 + 1.0),)
+                              for term in terms]
 
 
 def score(doc_row, needles, stats):
@@ -222,17 +226,26 @@ def score(doc_row, needles, stats):
     terms, keys = needles
     title = doc_row["title_terms"].split()
     body = doc_row["body"]
-    # Only the query's terms are looked up: this runs for every candidate of every search,
-    # so ``body_count``'s common cases are here (a term said once; a term not there).
+    tf_title = {}
+    for term in title:
+        if term in terms:
+            tf_title[term] = tf_title.get(term, 0) + 1
+    # A field's length norm is the same for every term, so it is computed once.
+    avg_title, avg_body = stats["avg_title"], stats["avg_body"]
+    title_norm = 1.0 - BM25_B + BM25_B * (doc_row["title_len"] / avg_title if avg_title else 1.0)
+    body_norm = 1.0 - BM25_B + BM25_B * (doc_row["body_len"] / avg_body if avg_body else 1.0)
+    # Only the query's terms are looked up, in one pass: this runs for every candidate of
+    # every search, so ``body_count``'s common cases are here (a term said once; a term not
+    # there; a term said more often, its count read where its ID was found).
     find = body.find
-    tf_body = {}
-    for term, one, many in keys:
+    total, held = 0.0, 0
+    for term, one, many, factor in keys:
         start = find(one)
         if start < 0:
             start = find(many)
             if start < 0:
-                continue
-            if start and body[start - 1] < ONE:  # inside a longer ID: look further
+                count = 0
+            elif start and body[start - 1] < ONE:  # inside a longer ID: look further
                 count = body_count(body, (one, many))
             else:
                 end, count, size = start + len(many), 0, len(body)
@@ -243,25 +256,14 @@ def score(doc_row, needles, stats):
             count = body_count(body, (one, many))
         else:
             count = 1
-        if count:
-            tf_body[term] = count
-    tf_title = {}
-    for term in title:
-        if term in terms:
-            tf_title[term] = tf_title.get(term, 0) + 1
-    idfs, weights = stats["idf"], stats["weight"]
-    # A field's length norm is the same for every term, so it is computed once.
-    avg_title, avg_body = stats["avg_title"], stats["avg_body"]
-    title_norm = 1.0 - BM25_B + BM25_B * (doc_row["title_len"] / avg_title if avg_title else 1.0)
-    body_norm = 1.0 - BM25_B + BM25_B * (doc_row["body_len"] / avg_body if avg_body else 1.0)
-    total = 0.0
-    held = set(tf_body) | set(tf_title)
-    for term in held:
-        tf = TITLE_WEIGHT * tf_title.get(term, 0) / title_norm + tf_body.get(term, 0) / body_norm
-        total += weights[term] * idfs[term] * tf * (BM25_K1 + 1.0) / (tf + BM25_K1)
+        in_title = tf_title.get(term, 0) if tf_title else 0
+        if count or in_title:
+            held += 1
+            tf = TITLE_WEIGHT * in_title / title_norm + count / body_norm
+            total += factor * tf / (tf + BM25_K1)
     if tf_title and stats["phrase"]:
         total += phrase_bonus(title, stats)
-    return len(held), total
+    return held, total
 
 
 def phrase_bonus(title, stats):

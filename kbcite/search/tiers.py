@@ -80,7 +80,7 @@ def ranked(db, kb, text, limit, work):
     exact = stats["exact"]
     cap = max(CANDIDATES_PER_QUERY, limit)
     scored = {}
-    needles = score_needles(terms, stats["ids"])
+    needles = score_needles(terms, stats)
 
     def gather(lists, docs=None):
         # Score the articles these index queries found that are not scored yet (their
