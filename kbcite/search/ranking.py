@@ -8,7 +8,7 @@ tiers (``kbcite.search.tiers``) score the candidates the index finds.
 import math
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from .text import STOPWORDS, tokens
 
@@ -46,7 +46,16 @@ CANDIDATES_PER_QUERY = 50
 MORE, ONE, MANY, COUNT = 0x00, 0x40, 0x80, 0xC0
 KIND, VALUE = 0xC0, 0x3F
 
+# The term IDs whose two forms are kept made: every write encodes each of its article's
+# terms, and the most common terms (the smallest IDs) are in nearly every article. About
+# 200 bytes an ID.
+TERM_KEYS_CACHED = 8192
 
+# A count of one base-64 digit (nearly every count above one), made once.
+_ONE_DIGIT_COUNTS = [bytes((COUNT | n,)) for n in range(VALUE + 1)]
+
+
+@lru_cache(maxsize=TERM_KEYS_CACHED)
 def term_key(term_id):
     """The two forms an ID takes in a body, ``(count 1, count digits follow)``: what
     scoring looks for."""
@@ -68,6 +77,8 @@ def _entry(term_id, count):
     one, many = term_key(term_id)
     if count == 1:
         return one
+    if count <= VALUE:
+        return many + _ONE_DIGIT_COUNTS[count]
     return many + bytes(COUNT | d for d in _digits(count))
 
 
