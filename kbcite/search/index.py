@@ -9,13 +9,17 @@ the articles' vectors, where the store has a ``semantic`` half (``kbcite.search.
 from .ranking import SearchDoc, decode_body, presence_delta, presence_totals
 
 
-def reindex(db, kb, pk, was_published, title, content, published, semantic=None):
+def reindex(db, kb, pk, was_published, title, content, published, semantic=None, was=None):
     """Bring the search index (and the article's vector) in line with its new text and
-    visibility."""
-    old = stored_doc(db, kb, pk) if was_published else None
+    visibility; ``was`` is the article's ``(title, content)`` before, where the caller has it
+    (its tokens are then made again, not read back by their IDs)."""
     new = SearchDoc.of(title, content) if published else None
-    if new is not None:
-        ids = db.term_ids(kb["pk"], sorted(new.terms()))
+    ids = db.term_ids(kb["pk"], sorted(new.terms())) if new is not None else {}
+    old = None
+    if was_published:
+        old = made_again(db, kb, pk, was, ids) if was is not None else None
+        if old is None:
+            old = stored_doc(db, kb, pk)
     if old is not None and new is not None:
         db.search_doc_replace(kb["pk"], pk, old, new, ids)
         db.index_replace(kb["pk"], pk, old, new)
@@ -32,6 +36,31 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None)
         (new.body_len if new else 0) - (old.body_len if old else 0))
     if semantic is not None:
         semantic.written(db, kb, pk, title, content, published, was_published)
+
+
+def made_again(db, kb, pk, was, ids):
+    """The SearchDoc of a published article's text before (``was``: title, content) when
+    it is exactly what the index holds, else None (then ``stored_doc`` reads it back).
+
+    Made from the text and checked against the stored row byte for byte (title tokens,
+    lengths, and the body's counts encoded by the same term IDs), so a contentless index is
+    told to forget exactly the tokens it was given; ``ids`` are term IDs already looked up
+    (the new text's), the old text's other terms are looked up, never added.
+    """
+    stored = db.search_doc(pk)
+    if stored is None:
+        raise db.damaged(kb, "search index")
+    doc = SearchDoc.of(*was)
+    if (doc.title_text, doc.title_len, doc.body_len) != (
+            stored["title_terms"], stored["title_len"], stored["body_len"]):
+        return None
+    missing = [term for term in doc.body_counts if term not in ids]
+    if missing:
+        ids = dict(ids)
+        ids.update(db.term_ids_known(kb["pk"], sorted(missing)))
+        if any(term not in ids for term in missing):
+            return None
+    return doc if doc.body_bytes(ids) == bytes(stored["body"]) else None
 
 
 def stored_doc(db, kb, pk):

@@ -103,6 +103,11 @@ class SearchSQL:
                               [(kb_pk, term, ids[term]) for term in missing])
         return ids
 
+    def term_ids_known(self, kb_pk, terms):
+        """``{term: ID}`` for those of ``terms`` the knowledge base has a row for (none is
+        added)."""
+        return {r["term"]: r["term_id"] for r in self._term_rows(kb_pk, "term", list(terms))}
+
     def term_names(self, kb_pk, term_ids):
         """``{ID: term}`` for the knowledge base's term IDs ``term_ids`` (those it has)."""
         return {r["term_id"]: r["term"]
