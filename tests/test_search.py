@@ -601,3 +601,27 @@ def test_an_edit_tells_the_index_to_forget_exactly_the_tokens_it_was_given(store
     store.save_article(KB, article_id, content="Refunds take five days.")
     assert ids(store, "week") == [] and ids(store, "five") == [article_id]
     assert store.audit() == []
+
+
+def test_a_store_whose_index_keeps_columns_answers_the_same(tmp_path, monkeypatch):
+    """Stores made before the index of titles and bodies dropped its columns (detail=column)
+    keep their tables: searched, edited and audited alike."""
+    texts = [("Refund policy", "Refunds take five days."), ("Shipping rules", "Parcels leave "
+             "daily; refunds of postage take a week."), ("Refund window", "Thirty days.")]
+    answers = {}
+    for detail in ("none", "column"):
+        monkeypatch.setattr(sqlite_engine, "FTS_SQL",
+                            sqlite_engine.FTS_SQL.replace("detail=none", "detail=" + detail))
+        path = str(tmp_path / ("%s.db" % detail))
+        with KBStore(path, create=True) as made:
+            made.create_knowledge_base(KB)
+            made.create_articles(KB, texts)
+            assert "detail=%s" % detail in made._db.row(
+                "SELECT sql FROM sqlite_master WHERE name = 'fts_1'")["sql"]
+        monkeypatch.undo()
+        with KBStore(path) as store:
+            store.save_article(KB, "art-000003", content="Thirty days, refunds included.")
+            answers[detail] = [ids(store, q) for q in ("refund", "refunds take", "days")]
+            assert store.audit() == []
+    assert answers["none"] == answers["column"]
+    assert answers["none"][1][0] == "art-000001"
