@@ -351,6 +351,9 @@ def test_a_handshake_client_hears_the_list_change_without_subscribing(start, db)
     """The listChanged capability promises list_changed to every client, subscribed or not."""
     client = start(db.path)
     client.initialize()
+    # The server reads its input in order: once the ping is answered, the initialized
+    # notification before it has made the client's subscriber and the watcher knows the heads.
+    assert client.call("ping")["result"] == {}
     save(db, db.password, "A save changes no list.")
     with kbcite.KBStore(str(db.path)) as store:
         store.unpublish(KB, db.billing)
