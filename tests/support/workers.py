@@ -84,10 +84,14 @@ def events_of(store, kb=KB):
             return events
 
 
-def check_consistent(db_path, kb=KB):
-    """The audit (integrity, gapless sequences, index), and every article at its last event."""
+def check_consistent(db_path, kb=KB, audit=True):
+    """The audit (integrity, gapless sequences, index), and every article at its last event.
+
+    The audit covers the whole store: ``audit=False`` for a caller that has just run it on
+    the same, unchanged file (it checks each of its knowledge bases in turn)."""
     with KBStore(db_path) as store:
-        assert store.audit() == []
+        if audit:
+            assert store.audit() == []
         events = events_of(store, kb)
         assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
         assert events and store.head_sequence(kb) == len(events)
