@@ -46,6 +46,11 @@ CANDIDATES_PER_QUERY = 50
 MORE, ONE, MANY, COUNT = 0x00, 0x40, 0x80, 0xC0
 KIND, VALUE = 0xC0, 0x3F
 
+# A body with its MANY bytes made ONE bytes (``body.translate``): an ID's last digit looks the
+# same whatever follows it, so scoring finds a query term's entry with one ``bytes.find``,
+# not one for each form, and reads the form from the body itself.
+_ONE_FORM = bytes(b - (MANY - ONE) if MANY <= b < COUNT else b for b in range(256))
+
 # The term IDs whose two forms are kept made: every write encodes each of its article's
 # terms, and the most common terms (the smallest IDs) are in nearly every article. About
 # 200 bytes an ID.
@@ -219,12 +224,11 @@ def presence_totals(docs):
 
 def score_needles(terms, stats):
     """What ``score`` looks for, built once per query, not per article: the terms, and for
-    each term the two forms its ID (``stats["ids"]``) takes in a body (``term_key``) and its
-    factor ``weight x idf x (K1 + 1)``."""
+    each term the form its ID (``stats["ids"]``) takes in a body whose MANY bytes are made
+    ONE bytes (``_ONE_FORM``; ``term_key``'s first) and its factor ``weight x idf x (K1 + 1)``."""
     ids, idfs, weights = stats["ids"], stats["idf"], stats["weight"]
-    return frozenset(terms), [(term,) + term_key(ids[term])
-                              + (weights[term] * idfs[term] * (BM25_K1 + 1.0),)
-                              for term in terms]
+    return frozenset(terms), [(term, term_key(ids[term])[0],
+                               weights[term] * idfs[term] * (BM25_K1 + 1.0)) for term in terms]
 
 
 def score(doc_row, needles, stats):
@@ -245,28 +249,28 @@ def score(doc_row, needles, stats):
     avg_title, avg_body = stats["avg_title"], stats["avg_body"]
     title_norm = 1.0 - BM25_B + BM25_B * (doc_row["title_len"] / avg_title if avg_title else 1.0)
     body_norm = 1.0 - BM25_B + BM25_B * (doc_row["body_len"] / avg_body if avg_body else 1.0)
-    # Only the query's terms are looked up, in one pass: this runs for every candidate of
-    # every search, so ``body_count``'s common cases are here (a term said once; a term not
-    # there; a term said more often, its count read where its ID was found).
-    find = body.find
+    # Only the query's terms are looked up, in one pass and one ``find`` a term (``_ONE_FORM``):
+    # this runs for every candidate of every search, and most of a question's words are not
+    # in most candidates.
+    one_form = body.translate(_ONE_FORM)
+    find = one_form.find
     total, held = 0.0, 0
-    for term, one, many, factor in keys:
+    for term, one, factor in keys:
         start = find(one)
+        # A whole ID: at the start, or after an entry's last byte (not an ID digit).
+        while start > 0 and one_form[start - 1] < ONE:
+            start = find(one, start + 1)
         if start < 0:
-            start = find(many)
-            if start < 0:
-                count = 0
-            elif start and body[start - 1] < ONE:  # inside a longer ID: look further
-                count = body_count(body, (one, many))
+            count = 0
+        else:
+            end = start + len(one)
+            if body[end - 1] < MANY:
+                count = 1
             else:
-                end, count, size = start + len(many), 0, len(body)
+                count, size = 0, len(body)
                 while end < size and body[end] >= COUNT:
                     count = (count << 6) | (body[end] & VALUE)
                     end += 1
-        elif start and body[start - 1] < ONE:
-            count = body_count(body, (one, many))
-        else:
-            count = 1
         in_title = tf_title.get(term, 0) if tf_title else 0
         if count or in_title:
             held += 1
