@@ -223,12 +223,12 @@ def presence_totals(docs):
 
 
 def score_needles(terms, stats):
-    """What ``score`` looks for, built once per query, not per article: the terms, and for
-    each term the form its ID (``stats["ids"]``) takes in a body whose MANY bytes are made
-    ONE bytes (``_ONE_FORM``; ``term_key``'s first) and its factor ``weight x idf x (K1 + 1)``."""
+    """What ``score`` looks for, built once per query, not per article: for each term, the
+    term, the form its ID (``stats["ids"]``) takes in a body whose MANY bytes are made ONE
+    bytes (``_ONE_FORM``; ``term_key``'s first) and its factor ``weight x idf x (K1 + 1)``."""
     ids, idfs, weights = stats["ids"], stats["idf"], stats["weight"]
-    return frozenset(terms), [(term, term_key(ids[term])[0],
-                               weights[term] * idfs[term] * (BM25_K1 + 1.0)) for term in terms]
+    return [(term, term_key(ids[term])[0], weights[term] * idfs[term] * (BM25_K1 + 1.0))
+            for term in terms]
 
 
 def score(doc_row, needles, stats):
@@ -238,13 +238,8 @@ def score(doc_row, needles, stats):
     field lengths ``avg_title`` and ``avg_body``, each term's ``idf`` and its ``weight`` (how
     often the query says it), and ``phrase`` (``phrase_bonus``'s query part).
     """
-    terms, keys = needles
     title = doc_row["title_terms"].split()
     body = doc_row["body"]
-    tf_title = {}
-    for term in title:
-        if term in terms:
-            tf_title[term] = tf_title.get(term, 0) + 1
     # A field's length norm is the same for every term, so it is computed once.
     avg_title, avg_body = stats["avg_title"], stats["avg_body"]
     title_norm = 1.0 - BM25_B + BM25_B * (doc_row["title_len"] / avg_title if avg_title else 1.0)
@@ -254,8 +249,8 @@ def score(doc_row, needles, stats):
     # in most candidates.
     one_form = body.translate(_ONE_FORM)
     find = one_form.find
-    total, held = 0.0, 0
-    for term, one, factor in keys:
+    total, held, titled = 0.0, 0, False
+    for term, one, factor in needles:
         start = find(one)
         # A whole ID: at the start, or after an entry's last byte (not an ID digit).
         while start > 0 and one_form[start - 1] < ONE:
@@ -271,12 +266,15 @@ def score(doc_row, needles, stats):
                 while end < size and body[end] >= COUNT:
                     count = (count << 6) | (body[end] & VALUE)
                     end += 1
-        in_title = tf_title.get(term, 0) if tf_title else 0
-        if count or in_title:
-            held += 1
-            tf = TITLE_WEIGHT * in_title / title_norm + count / body_norm
-            total += factor * tf / (tf + BM25_K1)
-    if tf_title and stats["phrase"]:
+        in_title = title.count(term)  # a title is a few words: one pass in C
+        if in_title:
+            titled = True
+        elif not count:
+            continue
+        held += 1
+        tf = TITLE_WEIGHT * in_title / title_norm + count / body_norm
+        total += factor * tf / (tf + BM25_K1)
+    if titled and stats["phrase"]:
         total += phrase_bonus(title, stats)
     return held, total
 
