@@ -50,15 +50,16 @@ def usable_cpus():
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (the README's command): one worker more than the CPUs this process may use.
+    """``-n auto`` (the README's command): one worker a CPU this process may use.
 
-    Much of the suite waits on the processes, sockets and clients it starts, so one worker a
-    CPU leaves the CPUs idle about a third of the time (docs/development.md gives the times).
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still chooses, where it is set.
+    One more kept the CPUs busier, but on two cores it left the tests that promise something
+    "within a second" (a notification, a revocation) short of CPU: a PostgreSQL notification
+    came at 1.045 s; one a CPU, ``bash .ci/run`` took 342 s for both Pythons
+    (docs/development.md). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still chooses, where it is set.
     """
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own reading of it
-    return usable_cpus() + 1
+    return usable_cpus()
 
 
 # Under ``pytest -n`` (the README's command) a module-scoped fixture is set up once in every
