@@ -42,26 +42,6 @@ def clock():
     return FakeClock()
 
 
-def usable_cpus():
-    """The CPUs this process may run on (its affinity where the platform tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (the README's command): one worker a CPU this process may use.
-
-    One more kept the CPUs busier, but on two cores it left the tests that promise something
-    "within a second" (a notification, a revocation) short of CPU: a PostgreSQL notification
-    came at 1.045 s; one a CPU, ``bash .ci/run`` took 342 s for both Pythons
-    (docs/development.md). ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still chooses, where it is set.
-    """
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None  # pytest-xdist's own reading of it
-    return usable_cpus()
-
-
 # Under ``pytest -n`` (the README's command) a module-scoped fixture is set up once in every
 # worker process that runs a test taking it: the 200-seed run, the built wheel, the npm
 # installs, a browser. Such tests are kept on one worker (xdist's loadgroup, pyproject's
