@@ -580,7 +580,8 @@ def test_an_edit_tells_the_index_to_forget_exactly_the_tokens_it_was_given(store
         row = access.article(db, kb, article_id, published_only=False)
         ids_known = db.term_ids_known(kb["pk"], ["refunds", "five", "nowhere"])
         assert set(ids_known) == {"refunds", "five"}  # looked up, never added
-        made = index.made_again(db, kb, row["pk"], (row["title"], row["content"]), {})
+        stored = db.search_doc(row["pk"])
+        made = index.made_again(stored, (row["title"], row["content"]), {}, db, kb)
         assert made == index.stored_doc(db, kb, row["pk"])
         # A text that is not what the index holds (a tokenizer changed, a caller's mistake):
         # not trusted, whichever part differs.
@@ -589,7 +590,7 @@ def test_an_edit_tells_the_index_to_forget_exactly_the_tokens_it_was_given(store
                     ("Refund policy", "Refunds take five days, take at most."),
                     ("Refund policy", "Refunds take five days, five at most. Five!"),
                     ("Refund rules", row["content"])):
-            assert index.made_again(db, kb, row["pk"], was, {}) is None
+            assert index.made_again(stored, was, {}, db, kb) is None
         # An edit given the wrong text before still forgets exactly what was indexed.
         index.reindex(db, kb, row["pk"], True, "Refund policy", "Returns within a week.", True,
                       was=("Refund policy", "Refunds take six days, six at most."))

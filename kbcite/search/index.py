@@ -17,9 +17,10 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None,
     ids = db.term_ids(kb["pk"], sorted(new.terms())) if new is not None else {}
     old = None
     if was_published:
-        old = made_again(db, kb, pk, was, ids) if was is not None else None
+        stored = _stored_row(db, kb, pk)
+        old = made_again(stored, was, ids, db, kb) if was is not None else None
         if old is None:
-            old = stored_doc(db, kb, pk)
+            old = read_back(db, kb, stored)
     if old is not None and new is not None:
         db.search_doc_replace(kb["pk"], pk, old, new, ids)
         db.index_replace(kb["pk"], pk, old, new)
@@ -38,18 +39,15 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None,
         semantic.written(db, kb, pk, title, content, published, was_published)
 
 
-def made_again(db, kb, pk, was, ids):
+def made_again(stored, was, ids, db, kb):
     """The SearchDoc of a published article's text before (``was``: title, content) when
-    it is exactly what the index holds, else None (then ``stored_doc`` reads it back).
+    it is exactly what its stored ``search_docs`` row holds, else None (then ``read_back``).
 
-    Made from the text and checked against the stored row byte for byte (title tokens,
-    lengths, and the body's counts encoded by the same term IDs), so a contentless index is
-    told to forget exactly the tokens it was given; ``ids`` are term IDs already looked up
-    (the new text's), the old text's other terms are looked up, never added.
+    Made from the text and checked against the row byte for byte (title tokens, lengths,
+    and the body's counts encoded by the same term IDs), so a contentless index is told to
+    forget exactly the tokens it was given; ``ids`` are term IDs already looked up (the new
+    text's), the old text's other terms are looked up, never added.
     """
-    stored = db.search_doc(pk)
-    if stored is None:
-        raise db.damaged(kb, "search index")
     doc = SearchDoc.of(*was)
     if (doc.title_text, doc.title_len, doc.body_len) != (
             stored["title_terms"], stored["title_len"], stored["body_len"]):
@@ -65,14 +63,23 @@ def made_again(db, kb, pk, was, ids):
 
 def stored_doc(db, kb, pk):
     """The SearchDoc stored for a published article (its terms read back by their IDs)."""
-    stored = db.search_doc(pk)
-    if stored is None:
-        raise db.damaged(kb, "search index")
+    return read_back(db, kb, _stored_row(db, kb, pk))
+
+
+def read_back(db, kb, stored):
+    """The SearchDoc of a stored ``search_docs`` row, its terms read back by their IDs."""
     try:
         pairs = decode_body(bytes(stored["body"]))
         return SearchDoc.stored(stored, db.term_names(kb["pk"], (i for i, _ in pairs)), pairs)
     except (KeyError, ValueError):
         raise db.damaged(kb, "search index") from None
+
+
+def _stored_row(db, kb, pk):
+    stored = db.search_doc(pk)
+    if stored is None:
+        raise db.damaged(kb, "search index")
+    return stored
 
 
 def index_new(db, kb, docs, semantic=None, texts=()):

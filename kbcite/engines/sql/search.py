@@ -91,7 +91,7 @@ class SearchSQL:
         no row for given one, the next free IDs in that order (its counts follow with
         ``term_counts_add``). Writes hold the knowledge base's lock, so IDs never clash."""
         terms = list(dict.fromkeys(terms))
-        ids = {r["term"]: r["term_id"] for r in self._term_rows(kb_pk, "term", terms)}
+        ids = self.term_ids_known(kb_pk, terms)
         missing = [term for term in terms if term not in ids]
         if missing:
             top = self.row("SELECT max(term_id) AS top FROM search_terms WHERE kb_pk = ?",
