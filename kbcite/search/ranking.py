@@ -89,23 +89,27 @@ def _entry(term_id, count):
 
 def body_count(body, key):
     """The count stored in ``body`` for the term whose ``term_key`` is ``key``, or 0."""
-    one, many = key
-    start = body.find(one)
-    while start >= 0:
-        # A whole ID: at the start, or after an entry's last byte (not an ID digit).
-        if start == 0 or body[start - 1] >= ONE:
-            return 1
-        start = body.find(one, start + 1)
-    start = body.find(many)
-    while start >= 0:
-        if start == 0 or body[start - 1] >= ONE:
-            end, count = start + len(many), 0
-            while end < len(body) and body[end] >= COUNT:
-                count = (count << 6) | (body[end] & VALUE)
-                end += 1
-            return count
-        start = body.find(many, start + 1)
-    return 0
+    return count_in(body, body.translate(_ONE_FORM), key[0])
+
+
+def count_in(body, one_form, one):
+    """The count stored in ``body`` for the term whose ID's first form (``term_key``'s) is
+    ``one``, or 0; ``one_form`` is ``body.translate(_ONE_FORM)``, made once a body."""
+    find = one_form.find
+    start = find(one)
+    # A whole ID: at the start, or after an entry's last byte (not an ID digit).
+    while start > 0 and one_form[start - 1] < ONE:
+        start = find(one, start + 1)
+    if start < 0:
+        return 0
+    end = start + len(one)
+    if body[end - 1] < MANY:
+        return 1
+    count, size = 0, len(body)
+    while end < size and body[end] >= COUNT:
+        count = (count << 6) | (body[end] & VALUE)
+        end += 1
+    return count
 
 
 def decode_body(body):
@@ -248,24 +252,9 @@ def score(doc_row, needles, stats):
     # this runs for every candidate of every search, and most of a question's words are not
     # in most candidates.
     one_form = body.translate(_ONE_FORM)
-    find = one_form.find
     total, held, titled = 0.0, 0, False
     for term, one, factor in needles:
-        start = find(one)
-        # A whole ID: at the start, or after an entry's last byte (not an ID digit).
-        while start > 0 and one_form[start - 1] < ONE:
-            start = find(one, start + 1)
-        if start < 0:
-            count = 0
-        else:
-            end = start + len(one)
-            if body[end - 1] < MANY:
-                count = 1
-            else:
-                count, size = 0, len(body)
-                while end < size and body[end] >= COUNT:
-                    count = (count << 6) | (body[end] & VALUE)
-                    end += 1
+        count = count_in(body, one_form, one)
         in_title = title.count(term)  # a title is a few words: one pass in C
         if in_title:
             titled = True
