@@ -221,6 +221,12 @@ class Engine:
         """Every row of a query, as dicts."""
         return [dict(row) for row in self.execute(sql, params).fetchall()]
 
+    def tuples(self, sql, params=()):
+        """Every row of a query, as tuples of its columns in order: no dict a row, for the
+        queries that bring hundreds (a body's term IDs)."""
+        return [tuple(row.values()) if isinstance(row, dict) else tuple(row)
+                for row in self.execute(sql, params).fetchall()]
+
     def row(self, sql, params=()):
         """The first row of a query as a dict, or None."""
         found = self.execute(sql, params).fetchone()

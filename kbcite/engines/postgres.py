@@ -52,7 +52,7 @@ from .postgres_schema import MIGRATIONS, SCHEMA_SQL, TABLES
 try:
     import psycopg
     import psycopg.sql
-    from psycopg.rows import dict_row
+    from psycopg.rows import dict_row, tuple_row
 except ImportError:  # the [postgres] extra is not installed; said when a store is opened
     psycopg = None
 
@@ -247,6 +247,12 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
         """Run one statement for each parameter tuple, in one round trip where psycopg can."""
         with self._conn.cursor() as cursor:
             cursor.executemany(self._convert(sql), rows)
+
+    def tuples(self, sql, params=()):
+        """Every row of a query as a tuple (a cursor of psycopg's tuple rows, not dicts)."""
+        with self._conn.cursor(row_factory=tuple_row) as cursor:
+            cursor.execute(self._convert(sql), params)
+            return cursor.fetchall()
 
     @contextlib.contextmanager
     def _transaction(self, begin):

@@ -383,6 +383,13 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         """Run one statement for each parameter tuple."""
         self._conn.executemany(sql, rows)
 
+    def tuples(self, sql, params=()):
+        """Every row of a query as a plain tuple (a cursor without the connection's Row
+        factory: no object a row)."""
+        cursor = self._conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params).fetchall()
+
     @contextlib.contextmanager
     def _transaction(self, mode):
         conn = self._conn

@@ -106,21 +106,21 @@ class SearchSQL:
     def term_ids_known(self, kb_pk, terms):
         """``{term: ID}`` for those of ``terms`` the knowledge base has a row for (none is
         added)."""
-        return {r["term"]: r["term_id"] for r in self._term_rows(kb_pk, "term", list(terms))}
+        return dict(self._term_rows(kb_pk, "term", "term_id", list(terms)))
 
     def term_names(self, kb_pk, term_ids):
         """``{ID: term}`` for the knowledge base's term IDs ``term_ids`` (those it has)."""
-        return {r["term_id"]: r["term"]
-                for r in self._term_rows(kb_pk, "term_id", sorted(set(term_ids)))}
+        return dict(self._term_rows(kb_pk, "term_id", "term", sorted(set(term_ids))))
 
-    def _term_rows(self, kb_pk, column, values):
-        # The (term, term_id) rows whose ``column`` is one of ``values``, a statement a
-        # TERMS_PER_STATEMENT of them.
+    def _term_rows(self, kb_pk, column, other, values):
+        # The (column, other) pairs of the rows whose ``column`` is one of ``values``, a
+        # statement a TERMS_PER_STATEMENT of them; tuples, not dicts: a body has hundreds.
         for start in range(0, len(values), TERMS_PER_STATEMENT):
             chunk = values[start:start + TERMS_PER_STATEMENT]
-            yield from self.rows("SELECT term, term_id FROM search_terms WHERE kb_pk = ? AND "
-                                 "%s IN (%s)" % (column, ",".join("?" * len(chunk))),
-                                 [kb_pk] + chunk)
+            yield from self.tuples("SELECT %s, %s FROM search_terms WHERE kb_pk = ? AND "
+                                   "%s IN (%s)" % (column, other, column,
+                                                   ",".join("?" * len(chunk))),
+                                   [kb_pk] + chunk)
 
     def term_counts_add(self, kb_pk, deltas):
         """Move the per-term article counts by ``{term: (title delta, body delta)}`` (every
