@@ -113,9 +113,16 @@ def wait_for(chrome, condition, what, wait_s=WAIT_S):
 
 
 def by_css(chrome, selector):
-    """The first element matching a CSS selector (NoSuchElementException if none)."""
+    """The first element matching a CSS selector; NoSuchElementException if none, naming
+    the page that lacks it (its address, title and the start of its source), so that a
+    failure on a loaded machine says whether the page was an error page."""
+    from selenium.common.exceptions import NoSuchElementException
     from selenium.webdriver.common.by import By
-    return chrome.find_element(By.CSS_SELECTOR, selector)
+    try:
+        return chrome.find_element(By.CSS_SELECTOR, selector)
+    except NoSuchElementException:
+        raise NoSuchElementException("no %r on the page %s (title %r): %s" % (
+            selector, chrome.current_url, chrome.title, chrome.page_source[:1500])) from None
 
 
 def all_css(chrome, selector):
