@@ -626,3 +626,21 @@ def test_a_store_whose_index_keeps_columns_answers_the_same(tmp_path, monkeypatc
             assert store.audit() == []
     assert answers["none"] == answers["column"]
     assert answers["none"][1][0] == "art-000001"
+
+
+def test_term_ids_and_names_read_as_tuples_agree_with_the_rows(store, engine):
+    store.create_knowledge_base(KB)
+    store.create_article(KB, "Refund policy", "Refunds take five working days, refund fast")
+    kb_pk = kb_row(store)["pk"]
+    with store._db.read():
+        rows = store._db.rows("SELECT term, term_id FROM search_terms WHERE kb_pk = ? "
+                              "ORDER BY term", (kb_pk,))
+        pairs = store._db.tuples("SELECT term, term_id FROM search_terms WHERE kb_pk = ? "
+                                 "ORDER BY term", (kb_pk,))
+        terms = [r["term"] for r in rows]
+        ids = store._db.term_ids_known(kb_pk, terms + ["nowhere"])
+        names = store._db.term_names(kb_pk, [r["term_id"] for r in rows] + [10 ** 6])
+    assert len(rows) >= 6 and all(type(p) is tuple for p in pairs)
+    assert pairs == [(r["term"], r["term_id"]) for r in rows]
+    assert ids == {r["term"]: r["term_id"] for r in rows}  # "nowhere" has no ID
+    assert names == {r["term_id"]: r["term"] for r in rows}
