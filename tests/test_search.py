@@ -582,7 +582,7 @@ def test_an_edit_tells_the_index_to_forget_exactly_the_tokens_it_was_given(store
         assert set(ids_known) == {"refunds", "five"}  # looked up, never added
         stored = db.search_doc(row["pk"])
         made = index.made_again(stored, (row["title"], row["content"]), {}, db, kb)
-        assert made == index.stored_doc(db, kb, row["pk"])
+        assert made == index.read_back(db, kb, stored)
         # A text that is not what the index holds (a tokenizer changed, a caller's mistake):
         # not trusted, whichever part differs.
         for was in (("Refund policy", "Refunds take six days, six at most."),

@@ -61,11 +61,6 @@ def made_again(stored, was, ids, db, kb):
     return doc if doc.body_bytes(ids) == bytes(stored["body"]) else None
 
 
-def stored_doc(db, kb, pk):
-    """The SearchDoc stored for a published article (its terms read back by their IDs)."""
-    return read_back(db, kb, _stored_row(db, kb, pk))
-
-
 def read_back(db, kb, stored):
     """The SearchDoc of a stored ``search_docs`` row, its terms read back by their IDs."""
     try:
