@@ -565,6 +565,38 @@ def test_a_long_title_asked_whole_comes_first_however_common_its_words(kb):
     assert ids(kb, "alpha beta gamma delta epsilon zeta")[0] == asked
 
 
+def test_a_question_of_common_words_gathers_the_titles_holding_its_rarest_words(kb, monkeypatch):
+    """Every word of the question is in more articles than a question gathers: the best
+    answer, whose title holds the rarest three and whose body holds them all, is found
+    though it is the newest and its title is long (the exhaustive ranking agrees)."""
+    monkeypatch.setattr(tiers, "QUESTION_CANDIDATES", 10)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    made = [(w.title(), "%s filler" % w) for i, w in enumerate(words) for _ in range(12 + 4 * i)]
+    made += [("Note %d" % n, " ".join(words)) for n in range(30)]
+    made += [("Alpha beta gamma: the handbook of the team", " ".join(words) + " in practice")]
+    created = kb.create_articles(KB, made)
+    query = "alpha beta gamma delta epsilon zeta"
+    expected = reference(list(zip(created, *zip(*made))), query, 10)
+    assert expected[0] == created[-1]
+    assert ids(kb, query) == expected
+    assert kb.last_search["scored"] <= 3 * 10 + 32 * 10
+
+
+def test_a_question_finds_its_title_when_more_titles_hold_its_rarest_words_than_it_gathers(
+        kb, monkeypatch):
+    """More titles hold the rarest three words than a question gathers, and more articles
+    every word: the titles holding every word are then asked on their own, and the title
+    the question is comes first."""
+    monkeypatch.setattr(tiers, "QUESTION_CANDIDATES", 5)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    made = [(w.title(), "%s filler" % w) for i, w in enumerate(words) for _ in range(12 + 4 * i)]
+    made += [("Alpha beta gamma %d" % n, "text") for n in range(8)]
+    made += [("Note %d" % n, " ".join(words)) for n in range(8)]  # every word, in the body
+    made += [("Alpha beta gamma delta epsilon zeta", "text")]
+    created = kb.create_articles(KB, made)
+    assert ids(kb, "alpha beta gamma delta epsilon zeta")[0] == created[-1]
+
+
 def test_an_edit_tells_the_index_to_forget_exactly_the_tokens_it_was_given(store):
     """An edit makes the old text's tokens again (not read back by their IDs) only where they
     are, byte for byte, what the index holds; otherwise it reads them back."""

@@ -28,6 +28,13 @@ QUESTION_CANDIDATES = 150
 # already pin an article down.
 QUESTION_EVERY_TERMS = 10
 
+# A question whose every word is common (even the rarest held by more articles than it
+# gathers) asks instead for the titles holding its rarest three: a title holding all ten is
+# rare and names few of the best answers, while three rare words in a title mark the topic
+# (and hold a title holding all ten, asked on its own only where more titles hold the three
+# than a question gathers).
+QUESTION_TITLE_TERMS = 3
+
 
 def query_stats(db, kb, text):
     """``(terms, stats)`` of a query: the terms known to the knowledge base's published
@@ -121,17 +128,23 @@ def ranked(db, kb, text, limit, work):
         # titles holding each word (where a title the question names is).
         prefix, total = [], 0
         for term in rarest_first:
-            if prefix and total + sum(counts[term]) > QUESTION_CANDIDATES:
+            if total + sum(counts[term]) > QUESTION_CANDIDATES:
                 break
             prefix.append(term)
             total += sum(counts[term])
         # And the articles holding every word (of the rarest ten), anywhere and in the title:
         # where a title the question is, and the runners-up of a long title's search.
         every = rarest_first[:QUESTION_EVERY_TERMS]
-        found, docs = db.match_docs(kb["pk"], [([t], False, 0) for t in prefix]
-                                    + [(every, False, 0), (every, True, 0)],
-                                    QUESTION_CANDIDATES)
+        queries = [([t], False, 0) for t in prefix] + [(every, False, 0), (every, True, 0)]
+        if not prefix:
+            # Every word common: the titles holding the rarest few stand in for the titles
+            # holding every word (which they hold, unless more titles hold the few than a
+            # question gathers: then those are asked on their own).
+            queries[-1] = (rarest_first[:QUESTION_TITLE_TERMS], True, 0)
+        found, docs = db.match_docs(kb["pk"], queries, QUESTION_CANDIDATES)
         gather(found, docs)
+        if not prefix and len(found[-1]) >= QUESTION_CANDIDATES:
+            gather(*db.match_docs(kb["pk"], [(every, True, 0)], QUESTION_CANDIDATES))
         gather(db.title_candidates(kb["pk"], rarest_first, limit))
     elif len(terms) == 1:
         gather(db.title_candidates(kb["pk"], terms, cap)
