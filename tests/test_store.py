@@ -1137,6 +1137,32 @@ def test_opening_an_existing_file_reuses_it(db_path, clock):
         conn.close()
 
 
+def test_a_mapped_file_read_while_another_connection_grows_it(db_path, clock):
+    """A file store's reads map the file (``MMAP_BYTES``); what another connection writes
+    meanwhile, the file grown past what was mapped and checkpointed into it, is read and
+    searched, and an old version stays readable."""
+    with KBStore(db_path, clock=clock, create=True) as writer:
+        writer.create_knowledge_base(KB)
+        first = writer.create_article(KB, "First", "before the growth")
+        reader = KBStore(db_path, clock=clock)
+        try:
+            mapped = reader._db._conn.execute("PRAGMA mmap_size").fetchone()[0]
+            # The build's ceiling may be lower (SQLITE_MAX_MMAP_SIZE); 0 only where it has none.
+            assert 0 < mapped <= sqlite_engine.MMAP_BYTES
+            assert read(reader, first)["content"] == "before the growth"
+            size = Path(db_path).stat().st_size
+            made = writer.create_articles(KB, [("Grown %d" % n, "zebra %d " % n + "text " * 400)
+                                               for n in range(300)])
+            writer._db._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            assert Path(db_path).stat().st_size > 4 * size
+            assert read(reader, made[-1])["content"].startswith("zebra 299 ")
+            assert [h["article_id"] for h in search(reader, "zebra 299")["results"]][0] == made[-1]
+            assert read(reader, first)["content"] == "before the growth"
+            assert reader.audit() == []
+        finally:
+            reader.close()
+
+
 def test_a_file_with_a_foreign_schema_is_refused(db_path):
     conn = sqlite3.connect(db_path)
     conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")

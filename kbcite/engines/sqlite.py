@@ -44,6 +44,14 @@ PAGE_SIZE = 16384
 
 # ``PRAGMA auto_vacuum``'s value for incremental (set on every new store).
 INCREMENTAL = 2
+
+# Reads map up to this much of the file (``PRAGMA mmap_size``) rather than copy each page into
+# the connection's 2 MB cache: a search walks the page lists of its common words, hundreds of
+# pages the cache cannot keep, and mapping cut a search's processor time at 100,000 articles
+# from 1.42 to 1.20 ms at the median (docs/search.md). The map is address space over the
+# system's file cache, shared by every connection and worker, not memory of the process's own;
+# writes still go to the WAL, and pages the WAL holds are read from it as before.
+MMAP_BYTES = 1 << 30
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 READONLY_CODE = 8  # SQLITE_READONLY
 
@@ -270,6 +278,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
                 # NORMAL sync is crash-safe in WAL (a killed process loses nothing committed;
                 # power loss may drop the last ones). A connection setting: nothing is written.
                 self._conn.execute("PRAGMA synchronous = NORMAL")
+                self._conn.execute("PRAGMA mmap_size = %d" % MMAP_BYTES)
         except BaseException:
             self._conn.close()
             raise
