@@ -582,6 +582,26 @@ def test_a_question_of_common_words_gathers_the_titles_holding_its_rarest_words(
     assert kb.last_search["scored"] <= 3 * 10 + 32 * 10
 
 
+def test_a_question_of_common_words_held_together_nowhere_still_fills_its_places(
+        kb, monkeypatch):
+    """No article holds every word of a question of common words, and no title its rarest
+    three: the places are filled by the shortest titles holding the rarest word, or, where
+    no title holds it, by the articles holding it in the body, as the exhaustive ranking
+    orders them."""
+    monkeypatch.setattr(tiers, "QUESTION_CANDIDATES", 5)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    made = [(w.title(), "%s filler" % w) for i, w in enumerate(words) for _ in range(12 + 4 * i)]
+    spoken = ["kilo", "lima", "mike", "november", "oscar"]  # in bodies only
+    made += [("Note %d %d" % (i, n), "%s filler" % w) for i, w in enumerate(spoken)
+             for n in range(8 + 3 * i)]
+    created = kb.create_articles(KB, made)
+    articles = list(zip(created, *zip(*made)))
+    for query in (" ".join(words), " ".join(spoken)):
+        expected = reference(articles, query, 10)
+        assert len(expected) == 10
+        assert ids(kb, query) == expected, query
+
+
 def test_a_question_finds_its_title_when_more_titles_hold_its_rarest_words_than_it_gathers(
         kb, monkeypatch):
     """More titles hold the rarest three words than a question gathers, and more articles
