@@ -582,6 +582,22 @@ def test_a_question_of_common_words_gathers_the_titles_holding_its_rarest_words(
     assert kb.last_search["scored"] <= 3 * 10 + 32 * 10
 
 
+def test_a_question_finds_the_article_holding_every_word_when_more_hold_its_rarest_four(
+        kb, monkeypatch):
+    """More articles hold the rarest four words of a question of common words than it
+    gathers (the first by ID of them do not hold the rest): the articles holding every word
+    are then asked on their own, and the one that does comes first."""
+    monkeypatch.setattr(tiers, "QUESTION_CANDIDATES", 5)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    made = [(w.title(), "%s filler" % w) for i, w in enumerate(words) for _ in range(12 + 4 * i)]
+    made += [("Four %d" % n, " ".join(words[:4]) + " filler filler") for n in range(8)]
+    made += [("Target", " ".join(words))]
+    created = kb.create_articles(KB, made)
+    query = " ".join(words)
+    assert reference(list(zip(created, *zip(*made))), query, 1) == [created[-1]]
+    assert ids(kb, query)[0] == created[-1]
+
+
 def test_a_question_of_common_words_held_together_nowhere_still_fills_its_places(
         kb, monkeypatch):
     """No article holds every word of a question of common words, and no title its rarest

@@ -29,10 +29,14 @@ QUESTION_CANDIDATES = 150
 QUESTION_EVERY_TERMS = 10
 
 # A question whose every word is common (even the rarest held by more articles than it
-# gathers) asks instead for the titles holding its rarest three: a title holding all ten is
-# rare and names few of the best answers, while three rare words in a title mark the topic
-# (and hold a title holding all ten, asked on its own only where more titles hold the three
-# than a question gathers).
+# gathers) asks instead for the articles holding its rarest four anywhere and the titles
+# holding its rarest three: an article holding all ten is rare and seldom among the best
+# answers, and the query for it walks every word's list, while a few rare words together
+# mark the topic (and hold the articles holding all ten, asked on their own only where more
+# articles hold the few than a question gathers). At 100,000 articles of the bench corpus
+# these found 47% of an exhaustive ranking's top 10 where every word's articles found 22%,
+# and cost half as much (docs/search.md).
+QUESTION_ANYWHERE_TERMS = 4
 QUESTION_TITLE_TERMS = 3
 
 
@@ -132,33 +136,40 @@ def ranked(db, kb, text, limit, work):
                 break
             prefix.append(term)
             total += sum(counts[term])
-        # And the articles holding every word (of the rarest ten), anywhere and in the title:
-        # where a title the question is, and the runners-up of a long title's search.
         every = rarest_first[:QUESTION_EVERY_TERMS]
-        queries = [([t], False, 0) for t in prefix] + [(every, False, 0), (every, True, 0)]
-        if not prefix:
-            # Every word common: the titles holding the rarest few stand in for the titles
-            # holding every word (which they hold, unless more titles hold the few than a
-            # question gathers: then those are asked on their own).
-            queries[-1] = (rarest_first[:QUESTION_TITLE_TERMS], True, 0)
-        found, docs = db.match_docs(kb["pk"], queries, QUESTION_CANDIDATES)
-        gather(found, docs)
-        if not prefix and len(found[-1]) >= QUESTION_CANDIDATES:
-            gather(*db.match_docs(kb["pk"], [(every, True, 0)], QUESTION_CANDIDATES))
         if prefix:
+            # And the articles holding every word (of the rarest ten), anywhere and in the
+            # title: where a title the question is, and the runners-up of a long title's
+            # search.
+            gather(*db.match_docs(kb["pk"], [([t], False, 0) for t in prefix]
+                                  + [(every, False, 0), (every, True, 0)],
+                                  QUESTION_CANDIDATES))
             gather(db.title_candidates(kb["pk"], rarest_first, limit))
-        elif len(scored) < limit:
-            # Every word common: the titles holding the rarest three and the articles
-            # holding every word are the best a question has, and a title holding one common
-            # word seldom outranks them (at 100,000 articles of the bench corpus, 2 of 1,000
-            # places), so only the places left are filled: by the shortest titles holding
-            # the rarest word (the best a single common word gives), then, only if still
-            # short, the first articles holding each word anywhere, rarest first.
-            gather(db.title_candidates(kb["pk"], rarest_first[:1], limit))
-            # (Each word's first ``limit``: fewer than ``limit`` are scored, so a word held
-            # by ``limit`` articles has enough not scored yet to fill the places.)
+        else:
+            # Every word common: the articles holding the rarest few, anywhere and in the
+            # title, stand in for those holding every word (which they hold, unless more
+            # articles hold the few than a question gathers: then those are asked on their
+            # own).
+            queries = [(rarest_first[:QUESTION_ANYWHERE_TERMS], False, 0),
+                       (rarest_first[:QUESTION_TITLE_TERMS], True, 0)]
+            found, docs = db.match_docs(kb["pk"], queries, QUESTION_CANDIDATES)
+            gather(found, docs)
+            more = [(every, title, 0) for (_, title, _), pks in zip(queries, found)
+                    if len(pks) >= QUESTION_CANDIDATES]
+            if more:
+                gather(*db.match_docs(kb["pk"], more, QUESTION_CANDIDATES))
             if len(scored) < limit:
-                gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first], limit))
+                # Those are the best a question of common words has: a title holding one
+                # common word seldom outranks them (at 100,000 articles of the bench corpus,
+                # 2 of the exhaustive ranking's 1,000 places), so the shortest titles holding
+                # the rarest word (the best a single common word gives) only fill the places
+                # left, then, only if still short, each word's first articles, rarest first.
+                # (Each word's first ``limit``: fewer than ``limit`` are scored, so a word
+                # held by ``limit`` articles has enough not scored yet to fill the places.)
+                gather(db.title_candidates(kb["pk"], rarest_first[:1], limit))
+                if len(scored) < limit:
+                    gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first],
+                                    limit))
     elif len(terms) == 1:
         gather(db.title_candidates(kb["pk"], terms, cap)
                + db.match(kb["pk"], [(terms, False, 0)], cap))
