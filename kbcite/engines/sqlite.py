@@ -52,6 +52,7 @@ INCREMENTAL = 2
 # system's file cache, shared by every connection and worker, not memory of the process's own;
 # writes still go to the WAL, and pages the WAL holds are read from it as before.
 MMAP_BYTES = 1 << 30
+
 DAMAGE_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
 READONLY_CODE = 8  # SQLITE_READONLY
 

@@ -129,7 +129,8 @@ def ranked(db, kb, text, limit, work):
     rarest_first = _rarest(terms, counts)
     if not tiered:
         # A question: the rarer words' articles whole, up to the budget, and the shortest
-        # titles holding each word (where a title the question names is).
+        # titles holding each word (where a title the question names is); where no word's
+        # articles fit the budget, the articles holding the rarest few (below).
         prefix, total = [], 0
         for term in rarest_first:
             if total + sum(counts[term]) > QUESTION_CANDIDATES:
