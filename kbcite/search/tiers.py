@@ -29,15 +29,17 @@ QUESTION_CANDIDATES = 150
 QUESTION_EVERY_TERMS = 10
 
 # A question whose every word is common (even the rarest held by more articles than it
-# gathers) asks instead for the articles holding its rarest four anywhere and the titles
-# holding its rarest three: an article holding all ten is rare and seldom among the best
+# gathers) asks instead for the titles holding its three rarest title words (rarest among
+# titles, not among bodies: their lists in the index of titles are the shortest, and they
+# mark the titles that weigh most), and only while places are left, the articles holding
+# its rarest four anywhere: an article holding all ten is rare and seldom among the best
 # answers, and the query for it walks every word's list, while a few rare words together
 # mark the topic (and hold the articles holding all ten, asked on their own only where more
 # articles hold the few than a question gathers). At 100,000 articles of the bench corpus
-# these found 47% of an exhaustive ranking's top 10 where every word's articles found 22%,
-# and cost half as much (docs/search.md).
-QUESTION_ANYWHERE_TERMS = 4
+# these found 46% of an exhaustive ranking's top 10 where every word's articles found 22%,
+# in a third of the time (docs/search.md).
 QUESTION_TITLE_TERMS = 3
+QUESTION_ANYWHERE_TERMS = 4
 
 
 def query_stats(db, kb, text):
@@ -147,18 +149,22 @@ def ranked(db, kb, text, limit, work):
                                   QUESTION_CANDIDATES))
             gather(db.title_candidates(kb["pk"], rarest_first, limit))
         else:
-            # Every word common: the articles holding the rarest few, anywhere and in the
-            # title, stand in for those holding every word (which they hold, unless more
-            # articles hold the few than a question gathers: then those are asked on their
-            # own).
-            queries = [(rarest_first[:QUESTION_ANYWHERE_TERMS], False, 0),
-                       (rarest_first[:QUESTION_TITLE_TERMS], True, 0)]
-            found, docs = db.match_docs(kb["pk"], queries, QUESTION_CANDIDATES)
-            gather(found, docs)
-            more = [(every, title, 0) for (_, title, _), pks in zip(queries, found)
-                    if len(pks) >= QUESTION_CANDIDATES]
-            if more:
-                gather(*db.match_docs(kb["pk"], more, QUESTION_CANDIDATES))
+            # Every word common: the titles holding the rarest few title words, then, for
+            # places left, the articles holding the rarest few anywhere, stand in for those
+            # holding every word (which they hold, unless more articles hold the few than a
+            # question gathers: then those are asked on their own).
+            titled = sorted((t for t in terms if counts[t][0]), key=lambda t: counts[t][0])
+            steps = [(titled, True)] if titled else []
+            steps.append((rarest_first, False))
+            for n, (words, title) in enumerate(steps):
+                if n and len(scored) >= limit:
+                    break
+                few = words[:QUESTION_TITLE_TERMS if title else QUESTION_ANYWHERE_TERMS]
+                found, docs = db.match_docs(kb["pk"], [(few, title, 0)], QUESTION_CANDIDATES)
+                gather(found, docs)
+                if len(found[0]) >= QUESTION_CANDIDATES:
+                    gather(*db.match_docs(kb["pk"], [(words[:QUESTION_EVERY_TERMS], title, 0)],
+                                          QUESTION_CANDIDATES))
             if len(scored) < limit:
                 # Those are the best a question of common words has: a title holding one
                 # common word seldom outranks them (at 100,000 articles of the bench corpus,
