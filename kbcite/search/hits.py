@@ -48,6 +48,7 @@ def search(ctx, args, granted, actor=None, issuer=None):
             hits = [(pk, "lexical") for pk in lexical]
         rows = hit_rows(db, kb, [pk for pk, _ in hits]) if hits else {}
     kb_id = kb["kb_id"]
+    terms = tuple(terms)  # each hit's snippet is kept under them
     results = []
     for pk, match in hits:
         row = rows[pk]

@@ -68,24 +68,24 @@ def make_snippet(text, terms, words=SNIPPET_WORDS):
         hits = _find_ascii(text, sorted(terms, key=len, reverse=True))
     else:
         hits = _find_words(text, terms)
-    hits.sort(key=lambda hit: (hit[0], -hit[1]))
-    kept, reach = [], 0
-    for hit in hits:
-        if hit[0] >= reach:
-            kept.append(hit)
-            reach = hit[1]
-    hits = kept
+    # A hit is a whole word (of ASCII letters and digits, or of ``_word_pattern``'s), so no
+    # two overlap and no two start together: they sort by where they start.
+    hits.sort()
     width = words * 7  # characters: an English word and its space average about seven
-    start, best, seen, j = 0, None, {}, 0
+    start, best, seen, j, count = 0, None, {}, 0, len(hits)
     for i, (at, _, term) in enumerate(hits):
         # Slide a window of ``width`` characters over the hits; score it by distinct terms.
-        while j < len(hits) and hits[j][0] < at + width:
-            seen[hits[j][2]] = seen.get(hits[j][2], 0) + 1
+        reach = at + width
+        while j < count and hits[j][0] < reach:
+            held = hits[j][2]
+            seen[held] = seen.get(held, 0) + 1
             j += 1
         if best is None or (len(seen), j - i) > best[0]:
             best = ((len(seen), j - i), at)
-        seen[term] -= 1
-        if not seen[term]:
+        left = seen[term] - 1
+        if left:
+            seen[term] = left
+        else:
             del seen[term]
     if best is not None and len(text) > width:
         # Start a few words before the cluster, at a word boundary, for context.
@@ -119,9 +119,10 @@ class SnippetCache:
         self._snippets.clear()
 
     def get(self, row, terms, work):
-        """The snippet of one hit row (``pk``, ``updated_at``, ``content``); a snippet made
-        anew adds the characters it scanned to ``work["snippet_chars"]``."""
-        key = (row["pk"], row["updated_at"], tuple(terms))
+        """The snippet of one hit row (``pk``, ``updated_at``, ``content``) for the query's
+        ``terms`` (a tuple); a snippet made anew adds the characters it scanned to
+        ``work["snippet_chars"]``."""
+        key = (row["pk"], row["updated_at"], terms)
         snippet = self._snippets.pop(key, None)
         if snippet is None:
             snippet = make_snippet(row["content"], terms)
