@@ -137,10 +137,13 @@ class ArticleSQL:
     def article_hits(self, pks, chars):
         """Search hits' rows: the first ``chars`` characters of the content only."""
         marks = ",".join("?" * len(pks))
-        return self.rows(
-            "SELECT a.pk, a.article_id, a.title, a.updated_at, a.source, "
-            "substr(t.content, 1, ?) AS content FROM %s WHERE a.pk IN (%s)"
-            % (ARTICLE_FROM, marks), [chars] + list(pks))
+        # A text of at most ``chars`` bytes has at most ``chars`` characters: it is taken
+        # whole, not counted through character by character. The rows as the driver gives
+        # them (mappings both), as ``search_docs`` gives its own.
+        return self.execute(
+            "SELECT a.pk, a.article_id, a.title, a.updated_at, a.source, CASE WHEN t.bytes "
+            "<= ? THEN t.content ELSE substr(t.content, 1, ?) END AS content FROM %s WHERE "
+            "a.pk IN (%s)" % (ARTICLE_FROM, marks), [chars, chars] + list(pks)).fetchall()
 
     def articles_imported(self, kb_pk):
         """The articles an import made, with their content, keyed by nothing (a list)."""
