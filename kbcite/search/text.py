@@ -112,6 +112,11 @@ def tokens(text):
 def query_terms(text):
     """The distinct search tokens of a query, in order, common English function words dropped
     (unless nothing else is left)."""
-    found = list(dict.fromkeys(tokens(text)))
+    return terms_of(tokens(text))
+
+
+def terms_of(said):
+    """``query_terms`` of a query already cut into ``tokens``."""
+    found = list(dict.fromkeys(said))
     content = [term for term in found if term not in STOPWORDS]
     return content or found

@@ -11,7 +11,7 @@ from collections import Counter
 
 from .ranking import (CANDIDATES_PER_QUERY, SCORED_TERMS_MAX, content_words, idf, score,
                       score_needles)
-from .text import query_terms, tokens
+from .text import terms_of, tokens
 
 # Queries of at most this many words are ranked in tiers (every word, all but one, any): a
 # short query names what it wants, every word of it. A longer one is a question, whose words
@@ -47,7 +47,7 @@ def query_stats(db, kb, text):
     articles (the rarest ``SCORED_TERMS_MAX``, in the query's order) and what ``score``
     needs: average lengths, each term's idf and weight, the query's words as a phrase."""
     said = tokens(text)
-    terms = query_terms(text)
+    terms = terms_of(said)
     counts, ids = db.term_counts(kb["pk"], terms) if terms else ({}, {})
     # A word no published article holds cannot tell articles apart: it is ignored.
     terms = [term for term in terms if term in counts]
