@@ -10,7 +10,7 @@ import kbcite
 from kbcite import KBStore, access
 from kbcite.engines import sqlite as sqlite_engine
 from kbcite.limits import CONTENT_MAX_BYTES
-from kbcite.search import index, ranking, text, tiers
+from kbcite.search import index, ranking, snippets, text, tiers
 from kbcite.search.query import query_tree
 from kbcite.search.snippets import SNIPPET_SCAN_CHARS
 from support.old_schemas import as_schema_2, as_schema_9
@@ -150,6 +150,26 @@ def test_snippets_mark_words_of_any_script(kb):
     kb.create_article(KB, "退款政策", "退款在五个工作日内完成。")
     assert "**refund**" in search(kb, "refund")["results"][0]["snippet"]
     assert "**" in search(kb, "退款")["results"][0]["snippet"]
+
+
+def test_a_hits_snippet_looks_only_for_the_words_its_body_holds(kb, monkeypatch):
+    """Scoring tells each hit which query words its body holds: its snippet scans the text
+    for those alone, and marks each of them; a word of the title only is not looked for."""
+    kb.create_article(KB, "Refund policy", "Refunds are paid within five days, by transfer.")
+    scanned, real = [], snippets._find_ascii
+
+    def spy(text, terms, held=-1):
+        scanned.append({term for term, bit in terms if held & bit})
+        return real(text, terms, held)
+
+    monkeypatch.setattr(snippets, "_find_ascii", spy)
+    hit = search(kb, "policy refunds transfer")["results"][0]
+    assert scanned == [{"refunds", "transfer"}]
+    assert "**Refunds**" in hit["snippet"] and "**transfer**" in hit["snippet"]
+    # Told nothing, a snippet looks for every word; told wrongly, it trusts the bits.
+    body = "Refunds are paid within five days, by transfer."
+    assert snippets.make_snippet(body, ["policy", "refunds", "transfer"]) == hit["snippet"]
+    assert "**" not in snippets.make_snippet(body, ["refunds"], held=0)
 
 
 # -- bounded work --------------------------------------------------------------------------------

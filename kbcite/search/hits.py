@@ -10,7 +10,7 @@ from .. import access
 from ..errors import StoreDamaged
 from ..limits import SEARCH_LIMIT_DEFAULT
 from ..tools import citation
-from .snippets import SNIPPET_SCAN_CHARS
+from .snippets import SNIPPET_SCAN_CHARS, SnippetTerms
 from .semantic import FUSION_DEPTH, fuse
 from .tiers import ranked
 
@@ -39,23 +39,24 @@ def search(ctx, args, granted, actor=None, issuer=None):
         if semantic is not None and semantic.on:
             # Hybrid: both rankings, deeper than asked, fused under exact-title-first.
             depth = max(limit, FUSION_DEPTH)
-            lexical, terms = ranked(db, kb, args["query"], depth, work)
+            lexical, terms, in_body = ranked(db, kb, args["query"], depth, work)
             nearest = semantic.nearest(db, kb, args["query"], depth)
             work["semantic"] = len(nearest)
             hits = fuse(lexical, work.get("named", ()), nearest, limit)
         else:
-            lexical, terms = ranked(db, kb, args["query"], limit, work)
+            lexical, terms, in_body = ranked(db, kb, args["query"], limit, work)
             hits = [(pk, "lexical") for pk in lexical]
         rows = hit_rows(db, kb, [pk for pk, _ in hits]) if hits else {}
     kb_id = kb["kb_id"]
-    terms = tuple(terms)  # each hit's snippet is kept under them
+    terms = SnippetTerms(terms)  # made once, for every hit's snippet
     results = []
     for pk, match in hits:
         row = rows[pk]
         results.append({
             "article_id": row["article_id"],
             "title": row["title"],
-            "snippet": ctx.snippets.get(row, terms, work),
+            # A semantic hit's body was not scored: every term is looked for.
+            "snippet": ctx.snippets.get(row, terms, work, in_body.get(pk, -1)),
             "updated_at": row["updated_at"],
             # Where an import found it (a path in the folder), else None: two articles of one
             # title are told apart by it.

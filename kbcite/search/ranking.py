@@ -229,14 +229,16 @@ def presence_totals(docs):
 def score_needles(terms, stats):
     """What ``score`` looks for, built once per query, not per article: for each term, the
     term, the form its ID (``stats["ids"]``) takes in a body whose MANY bytes are made ONE
-    bytes (``_ONE_FORM``; ``term_key``'s first) and its factor ``weight x idf x (K1 + 1)``."""
+    bytes (``_ONE_FORM``; ``term_key``'s first), its factor ``weight x idf x (K1 + 1)`` and
+    its bit (``1 << its place in terms``)."""
     ids, idfs, weights = stats["ids"], stats["idf"], stats["weight"]
-    return [(term, term_key(ids[term])[0], weights[term] * idfs[term] * (BM25_K1 + 1.0))
-            for term in terms]
+    return [(term, term_key(ids[term])[0], weights[term] * idfs[term] * (BM25_K1 + 1.0), 1 << i)
+            for i, term in enumerate(terms)]
 
 
 def score(doc_row, needles, stats):
-    """``(terms held, BM25F score)`` of one stored ``search_docs`` row for a query's terms.
+    """``(terms held, BM25F score, the bits of the terms its body holds)`` of one stored
+    ``search_docs`` row for a query's terms (the bits tell its snippet which to look for).
 
     ``needles`` come from ``score_needles``; ``stats`` holds the knowledge base's average
     field lengths ``avg_title`` and ``avg_body``, each term's ``idf`` and its ``weight`` (how
@@ -252,9 +254,11 @@ def score(doc_row, needles, stats):
     # this runs for every candidate of every search, and most of a question's words are not
     # in most candidates.
     one_form = body.translate(_ONE_FORM)
-    total, held, titled = 0.0, 0, False
-    for term, one, factor in needles:
+    total, held, titled, in_body = 0.0, 0, False, 0
+    for term, one, factor, bit in needles:
         count = count_in(body, one_form, one)
+        if count:
+            in_body |= bit
         in_title = title.count(term)  # a title is a few words: one pass in C
         if in_title:
             titled = True
@@ -265,7 +269,7 @@ def score(doc_row, needles, stats):
         total += factor * tf / (tf + BM25_K1)
     if titled and stats["phrase"]:
         total += phrase_bonus(title, stats)
-    return held, total
+    return held, total, in_body
 
 
 def phrase_bonus(title, stats):

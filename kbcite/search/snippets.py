@@ -19,10 +19,13 @@ SNIPPET_SCAN_CHARS = 20000
 SNIPPET_CACHE_SIZE = 4096
 
 
-def _find_ascii(text, terms):
-    """``(start, end, term)`` of whole-word, case-insensitive matches of ASCII ``terms``."""
+def _find_ascii(text, terms, held=-1):
+    """``(start, end, term)`` of whole-word, case-insensitive matches of ASCII ``terms``, as
+    ``(term, bit)`` pairs: only those whose bit is in ``held``."""
     lowered, size, hits = text.lower(), len(text), []
-    for term in terms:
+    for term, bit in terms:
+        if not held & bit:
+            continue  # not in the body (the index says): a scan would find nothing
         at, found = lowered.find(term), 0
         # A snippet shows one window; a dozen matches of a word are plenty to place it.
         while at >= 0 and found < SNIPPET_MAX_MATCHES:
@@ -55,19 +58,37 @@ def _find_words(text, terms):
     return hits
 
 
-def make_snippet(text, terms, words=SNIPPET_WORDS):
+class SnippetTerms:
+    """A query's terms as each snippet of a search looks for them, made once a search: as a
+    tuple (the cache's key), as a set, and, when all are ASCII, longest first, each with its
+    bit (``1 << its place``: the bits a hit's ``held`` names)."""
+
+    __slots__ = ("key", "terms", "ascii")
+
+    def __init__(self, terms):
+        self.key = tuple(terms)
+        self.terms = frozenset(self.key)
+        self.ascii = (sorted(((term, 1 << i) for i, term in enumerate(self.key)),
+                             key=lambda pair: -len(pair[0]))
+                      if all(term.isascii() for term in self.terms) else None)
+
+
+def make_snippet(text, terms, words=SNIPPET_WORDS, held=-1):
     """About ``words`` words of ``text`` around its densest cluster of ``terms``, marked **.
 
-    ``terms`` are search tokens (``query_terms``); a word is marked when one of its tokens is
-    a term, so "Café" is marked for "cafe". Only the first ``SNIPPET_SCAN_CHARS`` characters
-    are looked at: the cost is bounded whatever the article's length.
+    ``terms`` are search tokens (``query_terms``), or ``SnippetTerms`` of them; a word is
+    marked when one of its tokens is a term, so "Café" is marked for "cafe". Only the first
+    ``SNIPPET_SCAN_CHARS`` characters are looked at: the cost is bounded whatever the
+    article's length. ``held``, the bits of the terms the text holds (the index's word),
+    spares an ASCII text a scan for each of the others.
     """
+    if not isinstance(terms, SnippetTerms):
+        terms = SnippetTerms(terms)
     text = text[:SNIPPET_SCAN_CHARS]
-    terms = frozenset(terms)
-    if text.isascii() and all(term.isascii() for term in terms):
-        hits = _find_ascii(text, sorted(terms, key=len, reverse=True))
+    if terms.ascii is not None and text.isascii():
+        hits = _find_ascii(text, terms.ascii, held)
     else:
-        hits = _find_words(text, terms)
+        hits = _find_words(text, terms.terms)
     # A hit is a whole word (of ASCII letters and digits, or of ``_word_pattern``'s), so no
     # two overlap and no two start together: they sort by where they start.
     hits.sort()
@@ -118,14 +139,14 @@ class SnippetCache:
         """Forget every snippet (a benchmark timing the making of them)."""
         self._snippets.clear()
 
-    def get(self, row, terms, work):
+    def get(self, row, terms, work, held=-1):
         """The snippet of one hit row (``pk``, ``updated_at``, ``content``) for the query's
-        ``terms`` (a tuple); a snippet made anew adds the characters it scanned to
-        ``work["snippet_chars"]``."""
-        key = (row["pk"], row["updated_at"], terms)
+        ``SnippetTerms`` (``held``: ``make_snippet``'s); a snippet made anew adds the
+        characters it scanned to ``work["snippet_chars"]``."""
+        key = (row["pk"], row["updated_at"], terms.key)
         snippet = self._snippets.pop(key, None)
         if snippet is None:
-            snippet = make_snippet(row["content"], terms)
+            snippet = make_snippet(row["content"], terms, held=held)
             work["snippet_chars"] = work.get("snippet_chars", 0) + len(row["content"])
             if len(self._snippets) >= self.size:
                 del self._snippets[next(iter(self._snippets))]

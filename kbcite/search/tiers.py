@@ -74,7 +74,8 @@ def _rarest(terms, counts):
 
 
 def ranked(db, kb, text, limit, work):
-    """The pks of a query's top hits, best first, and the terms they were ranked by.
+    """The pks of a query's top hits, best first, the terms they were ranked by, and for each
+    hit the bits of the terms its body holds (``1 << the term's place``: ``score``'s).
 
     First an article whose title is the query (its words, function words aside); then, for
     a query of at most ``TIERED_TERMS_MAX`` words, the tiers: articles holding every word,
@@ -87,7 +88,7 @@ def ranked(db, kb, text, limit, work):
     terms, stats = query_stats(db, kb, text)
     work.update(terms=terms, queries=0, scored=0, snippet_chars=0)
     if not terms:
-        return [], terms
+        return [], terms, {}
     counts = stats["counts"]
     tiered = len(terms) <= TIERED_TERMS_MAX
     exact = stats["exact"]
@@ -103,13 +104,14 @@ def ranked(db, kb, text, limit, work):
         if new:
             rows = [docs[pk] for pk in new] if docs is not None else db.search_docs(new)
             for row in rows:
-                held, value = score(row, needles, stats)
+                held, value, in_body = score(row, needles, stats)
                 title = row["title_terms"]
                 # A title the query names holds the query's first word: most titles do not,
                 # and are told so without splitting them again.
                 named = (not exact or exact[0] in title) and content_words(title.split()) == exact
                 tier = min(len(terms) - held, 2) if tiered else 0
-                scored[row["pk"]] = (not named, tier, -value, row["pk"])
+                # (The pk ends the order: the bits after it never decide it.)
+                scored[row["pk"]] = (not named, tier, -value, row["pk"], in_body)
             work["scored"] += len(new)
 
     def enough(tier):
@@ -205,4 +207,4 @@ def ranked(db, kb, text, limit, work):
     best = sorted(scored.values())[:limit]
     # The hits whose title is the query, first of all (the fusion keeps them first).
     work["named"] = [key[3] for key in best if not key[0]]
-    return [key[3] for key in best], terms
+    return [key[3] for key in best], terms, {key[3]: key[4] for key in best}
