@@ -21,6 +21,8 @@ def check_text(value, argument):
     """Refuse strings SQLite or UTF-8 cannot hold faithfully: NUL and lone surrogates."""
     if "\x00" in value:
         raise InvalidArgument("%s must not contain NUL characters" % argument, argument=argument)
+    if value.isascii():  # known from the string itself, not by reading it: no surrogate
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
