@@ -20,8 +20,8 @@ SNIPPET_CACHE_SIZE = 4096
 
 
 def _find_ascii(text, terms, held=-1):
-    """``(start, end, term)`` of whole-word, case-insensitive matches of ASCII ``terms``, as
-    ``(term, bit)`` pairs: only those whose bit is in ``held``."""
+    """``(start, end, term)`` of whole-word, case-insensitive matches of ASCII ``terms``
+    (``(term, bit)`` pairs), of those whose bit is in ``held`` only."""
     lowered, size, hits = text.lower(), len(text), []
     for term, bit in terms:
         if not held & bit:
@@ -98,8 +98,8 @@ def make_snippet(text, terms, words=SNIPPET_WORDS, held=-1):
         # Slide a window of ``width`` characters over the hits; score it by distinct terms.
         reach = at + width
         while j < count and hits[j][0] < reach:
-            held = hits[j][2]
-            seen[held] = seen.get(held, 0) + 1
+            entering = hits[j][2]
+            seen[entering] = seen.get(entering, 0) + 1
             j += 1
         if best is None or (len(seen), j - i) > best[0]:
             best = ((len(seen), j - i), at)

@@ -141,11 +141,11 @@ def ranked(db, kb, text, limit, work):
                 break
             prefix.append(term)
             total += sum(counts[term])
-        every = rarest_first[:QUESTION_EVERY_TERMS]
         if prefix:
             # And the articles holding every word (of the rarest ten), anywhere and in the
             # title: where a title the question is, and the runners-up of a long title's
             # search.
+            every = rarest_first[:QUESTION_EVERY_TERMS]
             gather(*db.match_docs(kb["pk"], [([t], False, 0) for t in prefix]
                                   + [(every, False, 0), (every, True, 0)],
                                   QUESTION_CANDIDATES))
