@@ -116,7 +116,7 @@ def post(port, token, message, headers=()):
     sent.update(headers)
     conn.request("POST", "/mcp", json.dumps(message), sent)
     response = conn.getresponse()
-    return dict(response.getheaders()), response.read()
+    return response.headers, response.read()  # names in any case, as HTTP has them
 
 
 def serve(db, workers):

@@ -43,7 +43,7 @@ class Http:
         sent.update(headers or {})
         self.conn.request("POST", "/mcp", body=data, headers=sent)
         response = self.conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read().decode("utf-8")
+        return response.status, response.headers, response.read().decode("utf-8")
 
     def modern(self, method, params=None, request_id=1, capabilities=None, headers=None):
         """A 2026-07-28 request with matching routing headers; returns (status, JSON)."""
@@ -281,7 +281,7 @@ def test_a_session_asks_on_the_posts_event_stream(served, server):
     received = b""
     while b"elicitation/create" not in received:
         received += stream.recv(65536)
-    assert b"Content-Type: text/event-stream" in received
+    assert b"content-type: text/event-stream" in received.lower()  # names: any case
     question = json.loads(received.split(b"data: ", 1)[1].split(b"\r\n", 1)[0])
     assert question["method"] == "elicitation/create"
     status, _, _ = Http(s, served.support).post({"jsonrpc": "2.0", "id": question["id"], "result": {
@@ -674,6 +674,20 @@ def test_the_help_states_the_defaults_the_http_modules_use():
         "web_session_timeout": tokens.WEB_SESSION_TIMEOUT_S,
         "web_sessions_per_token": tokens.WEB_SESSIONS_PER_TOKEN,
         "keepalive": settings.KEEPALIVE_S, "subscriptions_per_token": SUBSCRIPTIONS_MAX}
+    from kbcite.server import options
+    from kbcite.server.http import guard
+    assert options.PARSERS == guard.PARSERS
+
+
+def test_the_guarded_parser_is_httptools_where_installed_and_h11_when_asked():
+    pytest.importorskip("httptools")
+    from kbcite.server.http.guard import Guard
+    from kbcite.server.http.h11_guard import GuardedH11Protocol
+    from kbcite.server.http.httptools_guard import GuardedHttpToolsProtocol
+    from kbcite.server.http.serve import protocol_class
+    assert protocol_class(Guard()) is GuardedHttpToolsProtocol
+    assert protocol_class(Guard(parser="httptools")) is GuardedHttpToolsProtocol
+    assert protocol_class(Guard(parser="h11")) is GuardedH11Protocol
 
 
 WITHOUT_UVICORN = """

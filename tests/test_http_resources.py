@@ -41,7 +41,7 @@ def post(s, token, message, headers=None):
     sent.update(headers or {})
     conn.request("POST", "/mcp", json.dumps(message), sent)
     response = conn.getresponse()
-    return response.status, dict(response.getheaders()), response.read()
+    return response.status, response.headers, response.read()
 
 
 def modern(s, token, method, params, request_id=1):

@@ -46,7 +46,7 @@ def request(port, token, message, headers=None):
     response = conn.getresponse()
     text = response.read().decode("utf-8")
     conn.close()
-    return response.status, dict(response.getheaders()), json.loads(text) if text else None
+    return response.status, response.headers, json.loads(text) if text else None
 
 
 def modern(port, token, method, params=None, capabilities=None, request_id=1):

@@ -7,6 +7,8 @@ new module is given its floor on purpose.
 import ast
 import importlib
 
+import pytest
+
 from kbcite.tools import TOOLS
 from support.commands import ROOT
 
@@ -226,10 +228,11 @@ def reached(edges, name):
     return seen
 
 
-def test_the_guarded_h11_protocol_stands_apart_from_the_app():
-    # It is given to uvicorn by name (--http kbcite.server.h11_guard:...): importing it must
+@pytest.mark.parametrize("module", ["h11_guard", "httptools_guard"])
+def test_the_guarded_protocols_stand_apart_from_the_app(module):
+    # Each is given to uvicorn by name (--http kbcite.server.h11_guard:...): importing it must
     # not build the app's world, nor reach the protocol.
-    found = reached(graph(), "kbcite.server.http.h11_guard")
+    found = reached(graph(), "kbcite.server.http." + module)
     assert not found & {"kbcite.server.http.app", "kbcite.server.dispatch",
                         "kbcite.server.protocol", "kbcite.store"}, sorted(found)
 

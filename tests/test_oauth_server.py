@@ -76,10 +76,10 @@ def post(url, token, method, params, name=None):
     request = urllib.request.Request(url, data=body, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, dict(response.headers), json.loads(response.read() or b"{}")
+            return response.status, response.headers, json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as answer:
         text = answer.read()
-        return answer.code, dict(answer.headers), json.loads(text) if text else {}
+        return answer.code, answer.headers, json.loads(text) if text else {}
 
 
 def call(url, token, tool, arguments):
@@ -311,9 +311,9 @@ def handshake_post(url, token, message, session=None):
     request = urllib.request.Request(url, data=json.dumps(message).encode(), headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            status, got, text = response.status, dict(response.headers), response.read()
+            status, got, text = response.status, response.headers, response.read()
     except urllib.error.HTTPError as answer:
-        status, got, text = answer.code, dict(answer.headers), answer.read()
+        status, got, text = answer.code, answer.headers, answer.read()
     text = text.decode("utf-8")
     if got.get("Content-Type", "").startswith("text/event-stream"):
         data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]

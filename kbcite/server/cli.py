@@ -11,6 +11,7 @@ logs included, goes to stderr.
 import argparse
 import contextlib
 import difflib
+import importlib.util
 import io
 import logging
 import logging.config
@@ -248,7 +249,10 @@ def serve_http(args, secret, oauth):
         subscriptions_per_token=args.subscriptions_per_token, public_url=args.public_url,
         access_log=args.log_format == "json", web_process=True, **oauth)
     guard = Guard(request_timeout=args.request_timeout, idle_timeout=args.idle_timeout,
-                  max_connections=args.max_connections)
+                  max_connections=args.max_connections, parser=args.http_parser)
+    if args.http_parser == "httptools" and importlib.util.find_spec("httptools") is None:
+        sys.exit("kb-server: error: argument --http-parser: httptools is not installed: "
+                 "pip install 'kbcite[http]', or --http-parser h11")
     if not is_loopback(args.host):
         log.warning("listening on %s, beyond this machine: every request needs a token, and "
                     "TLS (--ssl-certfile, or a gateway in front) is recommended", args.host)

@@ -27,6 +27,10 @@ MINIMUM = {"queued_edits": 0, "max_body": 1, "max_connections": 1, "workers": 1,
 POSITIVE = ("request_timeout", "idle_timeout", "session_timeout", "web_session_timeout",
             "keepalive")
 
+# --http-parser's choices, as kbcite.server.http.guard.PARSERS has them (the HTTP package is
+# imported only to serve it; tests/test_http.py checks that the two agree).
+PARSERS = ("auto", "httptools", "h11")
+
 # What --allow-origin (and kb serve's allow-origins) must look like.
 ORIGIN_FORM = ("an origin is scheme://host[:port] as a browser sends it "
                "(https://app.example.com)")
@@ -69,6 +73,10 @@ def add_http_options(parser, defaults=True):
                         metavar="S", help="HTTP: a request must arrive whole within S seconds "
                                           "of its first byte (default %g)"
                                           % d["request_timeout"])
+    parser.add_argument("--http-parser", choices=PARSERS, default="auto",
+                        help="HTTP: what reads requests: httptools (C) or h11 (pure Python), "
+                             "behind the same guards; auto: httptools where installed "
+                             "(default auto)")
     parser.add_argument("--idle-timeout", type=float, default=d["idle_timeout"], metavar="S",
                         help="HTTP: a connection without a request in progress is closed "
                              "after S seconds (default %g)" % d["idle_timeout"])

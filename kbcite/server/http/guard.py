@@ -2,7 +2,9 @@
 connection cap and each address's share of it, probation, the request and idle deadlines, and
 refusals answered with a JSON-RPC error body.
 
-``Guarded`` is mixed into a uvicorn protocol class (``h11_guard``'s ``GuardedH11Protocol``);
+``Guarded`` is mixed into a uvicorn protocol class (``h11_guard``'s ``GuardedH11Protocol``,
+``httptools_guard``'s ``GuardedHttpToolsProtocol``), which starts the deadline at a request's
+first byte, measures its head (``_head_too_big``) and disarms the deadline once it is whole;
 it reads uvicorn's own attributes (``cycle``, ``transport``, ``timeout_keep_alive_task``,
 ``connections``). See ``h11_guard`` for what uvicorn leaves open and why each guard exists.
 """
@@ -54,6 +56,10 @@ SWEEP_S = 0.5
 # close"): closing with input unread would reset it, and the client could lose the answer.
 LINGER_S = 1.0
 
+# Which parser reads the requests (--http-parser): httptools (llhttp, C) where installed,
+# else h11 (pure Python); or either by name. The same guards stand in front of both.
+PARSERS = ("auto", "httptools", "h11")
+
 PHRASES = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large",
            501: b"Not Implemented", 503: b"Service Unavailable"}
 
@@ -63,12 +69,14 @@ quiet = Throttle(log)
 
 @dataclass(frozen=True)
 class Guard:
-    """The guarded protocol's settings (pickled to every worker with uvicorn's Config)."""
+    """The guarded protocol's settings (pickled to every worker with uvicorn's Config);
+    ``parser`` is one of ``PARSERS``."""
 
     head_max: int = HEAD_MAX
     request_timeout: float = REQUEST_TIMEOUT_S
     idle_timeout: float = IDLE_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
+    parser: str = "auto"
 
     @property
     def per_address(self):
@@ -94,6 +102,7 @@ class Guarded:
         self._probation = None  # the loop's time by which a request must start, on probation
         self._head_seen = 0
         self._head_tail = b""
+        self._refusal = None  # (status, why) of the request being refused, for its answer
 
     # -- the connection -------------------------------------------------------------------------
 
@@ -148,7 +157,8 @@ class Guarded:
         """A response went out: a connection whose request was authenticated leaves its
         address's share (and its probation); one on probation whose request was not is
         closed."""
-        if getattr(self, "scope", None) and self.scope.get(AUTHENTICATED):
+        scope = self._answered_scope()
+        if scope and scope.get(AUTHENTICATED):
             self._trust()
         elif self._probation is not None:
             self._probation = None
@@ -157,6 +167,11 @@ class Guarded:
             self.transport.close()
             return
         super().on_response_complete()
+
+    def _answered_scope(self):
+        """The scope of the request whose response just went out (h11 reads a request only
+        once the one before it is answered: the protocol's own)."""
+        return getattr(self, "scope", None)
 
     def _trust(self):
         self._probation = None
@@ -173,6 +188,24 @@ class Guarded:
         if now is not None and now - self._opened < GRACE_S:
             return False
         return self._started is None and (self.cycle is None or self.cycle.response_complete)
+
+    def _head_too_big(self, data):
+        """Whether the head now passes the cap, counted across reads up to its blank line,
+        before the parser buffers it; a refusal is answered here."""
+        window = self._head_tail + data
+        crlf = window.find(b"\n\r\n")
+        bare = window.find(b"\n\n", 0, crlf if crlf >= 0 else len(window))  # h11 takes LF too
+        ends = [i for i in (crlf, bare) if i >= 0]
+        size = self._head_seen + (min(ends) - len(self._head_tail) if ends else len(data))
+        if size > self.guard.head_max:
+            self._refusal = (431, "the request head passed %d bytes" % self.guard.head_max)
+            self.send_400_response("")
+            return True
+        if ends:
+            self._head_seen, self._head_tail = 0, b""
+        else:
+            self._head_seen, self._head_tail = size, window[-2:]
+        return False
 
     def _share_requests(self):
         """A request starts: past its address's share of requests in progress (none yet
@@ -210,10 +243,21 @@ class Guarded:
 
     # -- refusals -----------------------------------------------------------------------------
 
+    def send_400_response(self, msg):
+        """What uvicorn calls when its parser refuses a request: answer the refusal's status
+        (431 for a head too large, 501 for a transfer coding not served, else 400), say why,
+        and close."""
+        status, why = self._refusal or (400, msg or "an invalid HTTP request")
+        if status not in PHRASES:
+            status = 400
+        quiet.info("refused", "refused a request from %s: %d, %s", self._peer(), status, why)
+        self._refuse(status, "%s: %s" % (PHRASES[status].decode(), why))
+
     def _refuse(self, status, message, extra=b""):
         """Answer ``status`` with a JSON-RPC error body and close, lingering."""
         self._disarm()
-        if self.cycle is not None and self.cycle.response_started:
+        if self.cycle is not None and self.cycle.response_started and \
+                not self.cycle.response_complete:
             self.transport.close()  # an answer is under way: nothing else can be said
             return
         body = json.dumps({"jsonrpc": "2.0", "id": None,
@@ -226,6 +270,20 @@ class Guarded:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
         self._linger()
+
+    def _linger(self):
+        """Half-close, drop what still arrives, close within LINGER_S; the refused head the
+        parser buffered is let go at once."""
+        self._refused = True
+        self._forget_buffered()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
+        else:
+            self.transport.close()
+
+    def _forget_buffered(self):
+        """Let go of what the parser holds of a refused request (a parser of its own)."""
 
 
 def _untrusted(server_state):

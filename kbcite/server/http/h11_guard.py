@@ -27,7 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .guard import (  # noqa: F401  (the names deployments and tests import from here)
     ADDRESS_SHARE, GRACE_S, HEAD_MAX, IDLE_TIMEOUT_S, LINGER_S, MAX_CONNECTIONS, PHRASES,
-    PROBATION_S, REQUEST_TIMEOUT_S, SWEEP_S, Guard, Guarded, quiet,
+    PROBATION_S, REQUEST_TIMEOUT_S, SWEEP_S, Guard, Guarded,
 )
 
 
@@ -59,6 +59,8 @@ class _Judged(h11.Connection):
             len(name) + len(value) + 4 for name, value in event.headers.raw_items()) + 2
         if size > self.head_max:
             return 431, "the request head is %d bytes, over %d" % (size, self.head_max)
+        if event.http_version not in (b"1.0", b"1.1"):  # h11 reads any one-digit version
+            return 400, "HTTP/%s is not served; send HTTP/1.1" % event.http_version.decode()
         names = [name for name, _ in event.headers]
         if b"transfer-encoding" in names and b"content-length" in names:
             return 400, ("both Transfer-Encoding and Content-Length frame this request "
@@ -94,47 +96,15 @@ class GuardedH11Protocol(Guarded, H11Protocol):
         if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
             self._disarm()  # the request is whole (or the connection is done with)
 
-    def _head_too_big(self, data):
-        """Whether the head now passes the cap, counted across reads up to its blank line; a
-        refusal is answered here."""
-        window = self._head_tail + data
-        crlf = window.find(b"\n\r\n")
-        bare = window.find(b"\n\n", 0, crlf if crlf >= 0 else len(window))  # h11 takes LF too
-        ends = [i for i in (crlf, bare) if i >= 0]
-        size = self._head_seen + (min(ends) - len(self._head_tail) if ends else len(data))
-        if size > self.guard.head_max:
-            self.conn.refusal = h11.RemoteProtocolError(
-                "the request head passed %d bytes" % self.guard.head_max,
-                error_status_hint=431)
-            self.send_400_response("")
-            return True
-        if ends:
-            self._head_seen, self._head_tail = 0, b""
-        else:
-            self._head_seen, self._head_tail = size, window[-2:]
-        return False
-
     # -- refusals -----------------------------------------------------------------------------
 
     def send_400_response(self, msg):
-        """What uvicorn calls when h11 refuses a request: answer h11's own status hint (431
-        for a head too large, 501 for a transfer coding it does not know, else 400), say why,
-        and close."""
+        """What uvicorn calls when h11 refuses a request: h11's own status hint (501 for a
+        transfer coding it does not know) and reason, answered as every refusal is."""
         exc = self.conn.refusal
-        status = getattr(exc, "error_status_hint", 400)
-        if status not in PHRASES:
-            status = 400
-        why = str(exc) if exc is not None else (msg or "an invalid HTTP request")
-        quiet.info("refused", "refused a request from %s: %d, %s", self._peer(), status, why)
-        self._refuse(status, "%s: %s" % (PHRASES[status].decode(), why))
+        if exc is not None:
+            self._refusal = (getattr(exc, "error_status_hint", 400), str(exc))
+        super().send_400_response(msg)
 
-    def _linger(self):
-        """Half-close, drop what still arrives, close within LINGER_S; the refused head h11
-        buffered is let go at once."""
-        self._refused = True
+    def _forget_buffered(self):
         self.conn = self._new_conn()
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
-            self.loop.call_later(LINGER_S, self.transport.close)
-        else:
-            self.transport.close()

@@ -1,5 +1,5 @@
-"""``kb-server --http``: the ASGI app on uvicorn with the guarded h11 protocol, in one process or
-in several.
+"""``kb-server --http``: the ASGI app on uvicorn with a guarded protocol (httptools' where it is
+installed, else h11's), in one process or in several.
 
 The only module that knows uvicorn's configuration. The parent binds and listens itself, so
 the serving line it prints is true the moment it appears (a port 0 included) and a client
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 
 class DropRefusals(logging.Filter):
-    """Leave out uvicorn's own line for a request h11 refused; ours says why."""
+    """Leave out uvicorn's own line for a request its parser refused; ours says why."""
 
     def filter(self, record):
         """Whether to keep the record."""
@@ -118,12 +118,27 @@ def server_log_config(log_format="plain", log_file=None):
     return log_config(log_format, log_file, LOG_FILTERS, LOG_LEVELS)
 
 
+def protocol_class(guard):
+    """The guarded protocol for ``guard.parser``: httptools' (llhttp, C) where it is installed
+    and not declined, else h11's (pure Python). ImportError if httptools is asked for and
+    missing."""
+    if guard.parser != "h11":
+        try:
+            from .httptools_guard import GuardedHttpToolsProtocol
+        except ImportError:
+            if guard.parser == "httptools":
+                raise
+        else:
+            return GuardedHttpToolsProtocol
+    return GuardedH11Protocol
+
+
 def config(settings, guard, workers=1, ssl_certfile=None, ssl_keyfile=None, logs=None):
-    """uvicorn's Config for the app: the guarded protocol, our logs (``logs``, a
-    ``server_log_config``; plain on stderr when None), no proxy headers trusted (behind a proxy, uvicorn's own
-    --proxy-headers), a bounded graceful shutdown."""
+    """uvicorn's Config for the app: the guarded protocol (``protocol_class``), our logs
+    (``logs``, a ``server_log_config``; plain on stderr when None), no proxy headers trusted
+    (behind a proxy, uvicorn's own --proxy-headers), a bounded graceful shutdown."""
     made = uvicorn.Config(
-        AppFactory(settings), factory=True, http=GuardedH11Protocol, lifespan="on",
+        AppFactory(settings), factory=True, http=protocol_class(guard), lifespan="on",
         log_config=logs or server_log_config(), access_log=False, proxy_headers=False,
         server_header=False, headers=[("server", "%s/%s" % (SERVER_NAME, SERVER_VERSION))],
         timeout_keep_alive=guard.idle_timeout, timeout_graceful_shutdown=GRACEFUL_S,
