@@ -60,6 +60,9 @@ LINGER_S = 1.0
 # else h11 (pure Python); or either by name. The same guards stand in front of both.
 PARSERS = ("auto", "httptools", "h11")
 
+# The HTTP versions served (both parsers read any one-digit major and minor).
+VERSIONS = ("1.0", "1.1")
+
 PHRASES = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large",
            501: b"Not Implemented", 503: b"Service Unavailable"}
 
@@ -188,6 +191,14 @@ class Guarded:
         if now is not None and now - self._opened < GRACE_S:
             return False
         return self._started is None and (self.cycle is None or self.cycle.response_complete)
+
+    def _head_arrives(self, data):
+        """Bytes while a head is being read: the request's deadline starts with its first,
+        and the head is measured (``_head_too_big``); whether it was refused."""
+        if self._started is None:
+            self._started = self.loop.time()
+            self._share_requests()
+        return self._head_too_big(data)
 
     def _head_too_big(self, data):
         """Whether the head now passes the cap, counted across reads up to its blank line,

@@ -27,7 +27,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .guard import (  # noqa: F401  (the names deployments and tests import from here)
     ADDRESS_SHARE, GRACE_S, HEAD_MAX, IDLE_TIMEOUT_S, LINGER_S, MAX_CONNECTIONS, PHRASES,
-    PROBATION_S, REQUEST_TIMEOUT_S, SWEEP_S, Guard, Guarded,
+    PROBATION_S, REQUEST_TIMEOUT_S, SWEEP_S, VERSIONS, Guard, Guarded,
 )
 
 
@@ -59,8 +59,9 @@ class _Judged(h11.Connection):
             len(name) + len(value) + 4 for name, value in event.headers.raw_items()) + 2
         if size > self.head_max:
             return 431, "the request head is %d bytes, over %d" % (size, self.head_max)
-        if event.http_version not in (b"1.0", b"1.1"):  # h11 reads any one-digit version
-            return 400, "HTTP/%s is not served; send HTTP/1.1" % event.http_version.decode()
+        version = event.http_version.decode("ascii")
+        if version not in VERSIONS:
+            return 400, "HTTP/%s is not served; send HTTP/1.1" % version
         names = [name for name, _ in event.headers]
         if b"transfer-encoding" in names and b"content-length" in names:
             return 400, ("both Transfer-Encoding and Content-Length frame this request "
@@ -86,12 +87,8 @@ class GuardedH11Protocol(Guarded, H11Protocol):
         h11 buffers it, and what arrives after a refusal is dropped."""
         if self._refused:
             return
-        if self.conn.their_state is h11.IDLE:
-            if self._started is None:
-                self._started = self.loop.time()
-                self._share_requests()
-            if self._head_too_big(data):
-                return
+        if self.conn.their_state is h11.IDLE and self._head_arrives(data):
+            return
         super().data_received(data)
         if self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
             self._disarm()  # the request is whole (or the connection is done with)

@@ -20,10 +20,7 @@ import collections
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .guard import Guard, Guarded  # noqa: F401  (Guard: the settings, named from here too)
-
-# The HTTP versions served (llhttp reads any one-digit major and minor).
-VERSIONS = ("1.0", "1.1")
+from .guard import VERSIONS, Guard, Guarded  # noqa: F401  (Guard: the settings, named here too)
 
 
 class _Refused(Exception):
@@ -50,12 +47,8 @@ class GuardedHttpToolsProtocol(Guarded, HttpToolsProtocol):
         the parser buffers it, and what arrives after a refusal is dropped."""
         if self._refused or self._upgraded:
             return
-        if self._in_head:
-            if self._started is None:
-                self._started = self.loop.time()
-                self._share_requests()
-            if self._head_too_big(data):
-                return
+        if self._in_head and self._head_arrives(data):
+            return
         self._unset_keepalive_if_required()
         try:
             self.parser.feed_data(data)
@@ -69,8 +62,8 @@ class GuardedHttpToolsProtocol(Guarded, HttpToolsProtocol):
             if self.cycle is not None:
                 self.cycle.keep_alive = False
         except httptools.HttpParserError as exc:
-            if self._refusal is None:
-                self._refusal = (400, _reason(exc))
+            if self._refusal is None:  # llhttp's own refusal (a callback's is kept already)
+                self._refusal = (400, str(exc) or "an invalid HTTP request")
             if self.cycle is not None and not self.cycle.response_complete:
                 # Pipelined behind a request not yet answered: that one is answered first,
                 # as h11 would (it reads a request only once the one before is answered).
@@ -100,15 +93,16 @@ class GuardedHttpToolsProtocol(Guarded, HttpToolsProtocol):
         super().on_url(url)
 
     def on_header(self, name, value):
-        """One header: counted, and its framing judged before uvicorn keeps it."""
+        """One header: counted, kept by uvicorn (its name lowered; its value's trailing
+        whitespace trimmed by the newest uvicorn only), then its framing judged."""
         self._count(len(name) + len(value) + 4)
-        lowered = name.lower()
-        if lowered == b"host":
+        super().on_header(name, value)
+        name, value = self.headers[-1]
+        if name == b"host":
             self._hosts += 1
-        elif lowered == b"transfer-encoding" and value.strip(b" \t").lower() != b"chunked":
+        elif name == b"transfer-encoding" and value.strip(b" \t").lower() != b"chunked":
             self._refuse_request(501, "the transfer coding %r is not served; send the body "
                                       "chunked or with Content-Length" % value.decode("latin-1"))
-        super().on_header(name, value)
 
     def on_headers_complete(self):
         """The head is whole: a version served, one Host for HTTP/1.1 (RFC 9112 3.2), no body
@@ -154,10 +148,3 @@ class GuardedHttpToolsProtocol(Guarded, HttpToolsProtocol):
     def _forget_buffered(self):
         self.parser = httptools.HttpRequestParser(self)
 
-
-def _reason(exc):
-    """What llhttp said of a request it refused, or what a callback refused it for."""
-    cause = exc.__cause__ or exc.__context__
-    if isinstance(cause, _Refused):
-        return str(cause)
-    return str(exc) or "an invalid HTTP request"
