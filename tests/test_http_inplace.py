@@ -1,10 +1,12 @@
 """Where the HTTP app serves a request, spoken to in process as an ASGI server would: on the
-event loop (a quick 2026-07-28 read with nothing else begun, on a store whose reads wait for
-nothing) or on a worker thread (everything else); and the threads' results handed back to the
-loop in one wake-up when they finish together."""
+event loop (a quick 2026-07-28 read, on a store whose reads wait for nothing, whatever else is
+in progress) or on a worker thread (everything else, so that a wait for a lock never holds the
+loop); and the threads' results handed back to the loop in one wake-up when they finish
+together."""
 
 import asyncio
 import json
+import sqlite3
 import threading
 import time
 
@@ -124,14 +126,59 @@ def test_an_edit_and_a_handshake_session_are_served_on_threads(app):
     assert len(app.ran_on) == 4 and loop_thread not in app.ran_on[1:]
 
 
-def test_requests_begun_together_are_all_served_on_threads(app):
+def test_quick_reads_begun_together_are_all_served_on_the_loop(app):
     async def calls():
         replies = await asyncio.gather(*(post(app, "tools/call", read(app.made.password),
                                               request_id=n) for n in range(4)))
         assert [status for status, _, _ in replies] == [200] * 4
         return threading.current_thread().name
     loop_thread = asyncio.run(calls())
-    assert len(app.ran_on) == 4 and loop_thread not in app.ran_on
+    assert app.ran_on == [loop_thread] * 4
+
+
+def test_a_store_whose_reads_may_wait_serves_them_on_threads(app):
+    app.local_reads = False  # as on PostgreSQL, or with the semantic half's model
+    async def calls():
+        status, reply, _ = await post(app, "tools/call", read(app.made.password))
+        assert status == 200 and not reply["result"].get("isError"), reply
+        return threading.current_thread().name
+    loop_thread = asyncio.run(calls())
+    assert len(app.ran_on) == 1 and app.ran_on[0] != loop_thread
+
+
+def test_an_edit_waiting_for_the_lock_leaves_the_loop_serving_reads(app):
+    # Another process holds the store's write lock: the edit waits on its thread, and reads
+    # begun meanwhile are answered on the loop before the lock is let go.
+    holder = sqlite3.connect(str(app.made.path), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    answered = []
+
+    async def calls():
+        status, reply, _ = await post(app, "tools/call", read(app.made.billing))
+        version = reply["result"]["structuredContent"]["updated_at"]
+        edit = asyncio.ensure_future(post(app, "tools/call", {
+            "name": "edit_knowledge_article", "arguments": {
+                "knowledge_base_id": "support", "article_id": app.made.billing,
+                "content": "Invoices are emailed on the third.", "expected_version": version,
+                "idempotency_key": "inplace-wait"}}, request_id=2))
+        deadline = time.monotonic() + PATIENCE_S
+        while len(app.ran_on) < 2 and time.monotonic() < deadline:  # the edit has begun
+            await asyncio.sleep(0.01)
+        for n in range(3):
+            status, reply, _ = await post(app, "tools/call", read(app.made.password),
+                                          request_id=10 + n)
+            assert status == 200 and not reply["result"].get("isError"), reply
+            answered.append(edit.done())
+        holder.execute("ROLLBACK")
+        status, reply, _ = await edit
+        assert status == 200 and not reply["result"].get("isError"), reply
+        return threading.current_thread().name
+    try:
+        loop_thread = asyncio.run(calls())
+    finally:
+        holder.close()
+    assert answered == [False] * 3  # every read answered while the edit still waited
+    assert app.ran_on[1] != loop_thread and app.ran_on[2:] == [loop_thread] * 3
 
 
 def test_results_finished_together_reach_the_loop_in_one_wake_up():

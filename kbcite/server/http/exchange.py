@@ -1,6 +1,6 @@
 """One POST as one object, as uvicorn's request cycle is: its headers checked, its body read,
 then on one worker thread the token, the message, its session and its answer (a quick read
-while nothing else is in progress is served where it stands: ``McpApp.serves_in_place``).
+is served where it stands, on the event loop: ``McpApp.serves_in_place``).
 
 A small body is read before the token is checked and parsed on the event loop, so a request
 costs one thread hop; the client is watched while a request that may wait is served.
@@ -99,11 +99,7 @@ class Exchange:
 
     async def run(self):
         """The reply, or None when the client went away or a stream was held open."""
-        self.app.begun += 1
-        try:
-            reply = await self._reply()
-        finally:
-            self.app.begun -= 1
+        reply = await self._reply()
         if reply is not None and reply.stream is not None:
             await self.app.streams.hold(self.req, self.receive, self.send, reply)
             return None
@@ -143,7 +139,7 @@ class Exchange:
             watcher = asyncio.ensure_future(_watch(self.receive, watch))
         # A question put to the client streams the answer; the stream is made only then.
         stream = Stream(asyncio.get_running_loop(), self.send, lambda: app.guards.cors(req))
-        if routed is not None and principal is None and await app.serves_in_place(routed):
+        if routed is not None and principal is None and app.serves_in_place(routed):
             reply = self._message(body, parsed, None, stream, None)  # quick: never watched
         else:
             try:
