@@ -91,3 +91,9 @@ class PermissionDenied(ToolError):
     grant); for one it may not see at all, the answer is ``not_found``."""
 
     code = "permission_denied"
+
+
+class WouldWait(Exception):
+    """Not an error a caller sees: a call begun with waits turned off (``Engine.waits``) met
+    a lock it would have waited for, before it wrote anything; its server runs it again
+    where waiting is allowed (a worker thread, not the event loop)."""

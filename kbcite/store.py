@@ -34,7 +34,7 @@ from . import (
 )
 from .context import Context
 from .engines import open_engine
-from .errors import InternalError, InvalidArgument, ToolError
+from .errors import InternalError, InvalidArgument, ToolError, WouldWait
 from .limits import BUSY_TIMEOUT_S
 from .search import hits, index
 from .search.semantic import Semantic
@@ -67,7 +67,7 @@ def tool_errors(db, name):
     family: the engine's own errors as it names them, anything else an InternalError."""
     try:
         yield
-    except ToolError:
+    except (ToolError, WouldWait):
         raise
     except Exception as exc:
         error = db.store_error(exc)
@@ -163,6 +163,16 @@ class KBStore:
     def clear_interrupt(self):
         """Ready the store for a new call after ``interrupt``."""
         self._db.clear_interrupt()
+
+    @contextlib.contextmanager
+    def without_waiting(self):
+        """Inside the block a write that finds the lock held raises WouldWait at once, having
+        written nothing (on an engine with ``local_reads``; elsewhere writes wait as ever)."""
+        self._db.waits = False
+        try:
+            yield self
+        finally:
+            self._db.waits = True
 
     # -- the agent's side ----------------------------------------------------------------------
 

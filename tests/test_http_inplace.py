@@ -25,13 +25,12 @@ MODERN = "2026-07-28"
 PATIENCE_S = 30
 
 
-@pytest.fixture
-def app(tmp_path):
-    """The app on a SQLite store, with a token that may edit, and where each call was served:
-    the name of the thread ``dispatch.serve`` ran on, in order."""
+def recording_app(tmp_path, writes):
+    """The app on a SQLite store, with a token whose edits are in ``writes`` mode, and where
+    each call was served: the name of the thread ``dispatch.serve`` ran on, in order."""
     made = make_db(tmp_path / "kb.db")
     with kbcite.KBStore(str(made.path)) as store:
-        token = store.tokens.create("allow", ["support"], "allow")
+        token = store.tokens.create(writes, ["support"], writes)
     served = McpApp(Settings(db=str(made.path), signing_secret=b"s" * 32))
     served.token, served.made, served.ran_on = token, made, []
     serve = served.dispatch.serve
@@ -40,6 +39,13 @@ def app(tmp_path):
         served.ran_on.append(threading.current_thread().name)
         return serve(*args, **kwargs)
     served.dispatch.serve = recorded
+    return served
+
+
+@pytest.fixture
+def app(tmp_path):
+    """``recording_app`` with a token that may edit."""
+    served = recording_app(tmp_path, "allow")
     yield served
     served.close()
 
@@ -102,7 +108,7 @@ def test_a_quick_read_alone_is_served_on_the_event_loop(app):
     assert app.ran_on == [loop_thread, loop_thread]
 
 
-def test_an_edit_and_a_handshake_session_are_served_on_threads(app):
+def test_an_edit_alone_is_served_on_the_loop_and_a_handshake_session_on_threads(app):
     async def calls():
         status, reply, _ = await post(app, "tools/call", read(app.made.billing))
         version = reply["result"]["structuredContent"]["updated_at"]
@@ -122,8 +128,9 @@ def test_an_edit_and_a_handshake_session_are_served_on_threads(app):
         assert status == 200 and not reply["result"].get("isError"), reply
         return threading.current_thread().name
     loop_thread = asyncio.run(calls())
-    assert app.ran_on[0] == loop_thread  # the read before the edit
-    assert len(app.ran_on) == 4 and loop_thread not in app.ran_on[1:]
+    # The read, then the edit (nothing else in progress, the lock free), on the loop.
+    assert app.ran_on[:2] == [loop_thread, loop_thread]
+    assert len(app.ran_on) == 4 and loop_thread not in app.ran_on[2:]
 
 
 def test_quick_reads_begun_together_are_all_served_on_the_loop(app):
@@ -149,6 +156,10 @@ def test_a_store_whose_reads_may_wait_serves_them_on_threads(app):
 def test_an_edit_waiting_for_the_lock_leaves_the_loop_serving_reads(app):
     # Another process holds the store's write lock: the edit waits on its thread, and reads
     # begun meanwhile are answered on the loop before the lock is let go.
+    def billing_versions():
+        with kbcite.KBStore(str(app.made.path)) as store:
+            return len(store.history("support", app.made.billing))
+    versions_before = billing_versions()
     holder = sqlite3.connect(str(app.made.path), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     answered = []
@@ -178,7 +189,11 @@ def test_an_edit_waiting_for_the_lock_leaves_the_loop_serving_reads(app):
     finally:
         holder.close()
     assert answered == [False] * 3  # every read answered while the edit still waited
-    assert app.ran_on[1] != loop_thread and app.ran_on[2:] == [loop_thread] * 3
+    # The edit was tried on the loop, found the lock held, and went to a thread, where it
+    # waited; it was written once.
+    assert app.ran_on[1] == loop_thread and app.ran_on[2] != loop_thread
+    assert app.ran_on[3:] == [loop_thread] * 3
+    assert billing_versions() == versions_before + 1
 
 
 def test_results_finished_together_reach_the_loop_in_one_wake_up():
@@ -211,3 +226,29 @@ def test_results_finished_together_reach_the_loop_in_one_wake_up():
     assert results[:3] == [0, 1, 2] and isinstance(results[3], ValueError)
     assert len(drains) == 1
     threads.close()
+
+
+@pytest.mark.parametrize("mode", ["ask", "review"])
+def test_an_edit_a_person_must_see_is_not_tried_on_the_loop(tmp_path, mode):
+    # Writes mode ask (an approval) or review (the queue): never on the loop, even alone.
+    served = recording_app(tmp_path, mode)
+    made = served.made
+    try:
+        async def calls():
+            status, reply, _ = await post(served, "tools/call", read(made.billing))
+            version = reply["result"]["structuredContent"]["updated_at"]
+            status, reply, _ = await post(served, "tools/call", {
+                "name": "edit_knowledge_article", "arguments": {
+                    "knowledge_base_id": "support", "article_id": made.billing,
+                    "content": "Invoices are emailed on the fourth.",
+                    "expected_version": version, "idempotency_key": "inplace-" + mode}},
+                request_id=2)
+            assert status == 200, reply
+            return threading.current_thread().name, reply
+        loop_thread, reply = asyncio.run(calls())
+    finally:
+        served.close()
+    # Tried on the loop, refused there before anything ran, then served on a thread.
+    assert served.ran_on[:2] == [loop_thread, loop_thread]
+    assert len(served.ran_on) == 3 and served.ran_on[2] != loop_thread
+    assert "result" in reply

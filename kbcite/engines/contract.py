@@ -24,6 +24,8 @@ that engine does it best:
 - ``events_notify(kb_pk, sequence)``: inside ``write()``, watchers hear of it at commit.
 - ``store_error(exc)``: the ToolError for one of the driver's exceptions, or ``None``.
 - ``interrupt()``, ``clear_interrupt()``: from another thread, end the running call.
+- ``waits``: whether ``write()`` waits for the lock; where ``local_reads``, False makes a held
+  lock raise ``WouldWait`` at once.
 - ``upgrade_schema()``, ``integrity_problems()``, ``dump()``, ``foreign_keys(on)``, ``close()``.
 
 Capabilities (``capabilities``, a frozenset of ``CAPABILITIES``) say what an engine offers
@@ -70,6 +72,10 @@ class Engine:
     # More columns an engine keeps per search_docs row, as (column, placeholder), and their
     # values come from ``_search_doc_extra``: PostgreSQL's tsvectors.
     search_doc_extra = ()
+    # Whether ``write()`` waits for the write lock (up to the store's timeout). An engine with
+    # ``local_reads`` also honours False: a write that finds the lock held raises WouldWait at
+    # once, before it writes anything, so a server may try an edit where it stands.
+    waits = True
 
     # -- the connection and its transactions -----------------------------------------------------
 

@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.request
 
-from ..errors import NotAStore, StoreFailed
+from ..errors import NotAStore, StoreFailed, WouldWait
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from ..search.query import query_tree, render_query
 from .contract import Engine
@@ -423,10 +423,11 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
 
     def _begin_immediate(self):
         """``BEGIN IMMEDIATE``, waiting for another writer up to the timeout in short slices,
-        so that ``interrupt()`` ends the wait (SQLite's own busy wait cannot be interrupted)."""
+        so that ``interrupt()`` ends the wait (SQLite's own busy wait cannot be interrupted);
+        with ``waits`` off, WouldWait at once where another writer holds the lock."""
         conn = self._conn
         deadline = time.monotonic() + self.timeout
-        conn.execute("PRAGMA busy_timeout = %d" % WAIT_SLICE_MS)
+        conn.execute("PRAGMA busy_timeout = %d" % (WAIT_SLICE_MS if self.waits else 0))
         try:
             while True:
                 if self._interrupted.is_set():
@@ -438,6 +439,9 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc) and "busy" not in str(exc):
                         raise
+                    if not self.waits:
+                        raise WouldWait("another writer holds the write lock of %s"
+                                        % self.path) from None
                     if time.monotonic() >= deadline:
                         raise
         finally:

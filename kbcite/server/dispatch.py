@@ -10,6 +10,7 @@ how bytes travel.
 
 import logging
 
+from ..errors import WouldWait
 from .approval import ApprovalSigner
 from .jsonrpc import (INTERNAL_ERROR, RpcError, error_response, is_request_id,
                       result_response)
@@ -89,6 +90,8 @@ class Dispatch:
             result = self.protocol.handle(message, ctx)
         except Cancelled:
             return Outcome(call)  # no response for it
+        except WouldWait:
+            raise  # nothing was written: the transport serves it again where it may wait
         except RpcError as exc:
             return Outcome(call, error_response(message["id"], exc))
         except Exception:  # a bug: the client hears -32603, the log has the traceback

@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 
-from ..errors import StoreBusy
+from ..errors import StoreBusy, WouldWait
 from ..limits import BUSY_TIMEOUT_S
 from ..search.semantic import Semantic
 from ..store import KBStore
@@ -50,9 +50,14 @@ class Connections:
         self._slots = threading.BoundedSemaphore(size)
 
     @contextlib.contextmanager
-    def borrow(self, cancelled=None):
-        """A store for the caller alone until the block ends."""
-        _wait(self._slots, cancelled)
+    def borrow(self, cancelled=None, wait=True):
+        """A store for the caller alone until the block ends; with ``wait`` False,
+        WouldWait at once where every connection is lent."""
+        if not wait:
+            if not self._slots.acquire(blocking=False):
+                raise WouldWait("every connection is lent")
+        else:
+            _wait(self._slots, cancelled)
         try:
             try:
                 store = self._idle.get_nowait()
@@ -115,14 +120,18 @@ class StorePool:
         return self._reads.borrow(cancelled)
 
     @contextlib.contextmanager
-    def writing(self, kb_id, granted, cancelled=None):
+    def writing(self, kb_id, granted, cancelled=None, wait=True):
         """A store for one edit of ``kb_id``, once its knowledge base's turn has come;
-        StoreBusy at once when too many of its edits already wait."""
+        StoreBusy at once when too many of its edits already wait. With ``wait`` False
+        (an edit tried on the event loop), WouldWait at once where the turn, a connection or
+        the store's write lock is not free, before anything is written."""
         key = kb_id if isinstance(kb_id, str) and kb_id in granted else UNGRANTED
         with self._turns_lock:
             turn = self._turns.get(key)
             if turn is None:
                 turn = self._turns[key] = _Turn()
+            if not wait and turn.count:
+                raise WouldWait("another edit of the knowledge base has its turn")
             if turn.count > self.queued_edits:  # one has the turn, queued_edits wait
                 raise self._busy(kb_id, turn.count - 1)
             turn.count += 1
@@ -134,8 +143,12 @@ class StorePool:
                 if time.monotonic() - started > self.timeout:
                     raise self._busy(kb_id, None)
             try:
-                with self._writes.borrow(cancelled) as store:
-                    yield store
+                with self._writes.borrow(cancelled, wait) as store:
+                    if wait:
+                        yield store
+                    else:
+                        with store.without_waiting():
+                            yield store
             finally:
                 turn.lock.release()
         finally:

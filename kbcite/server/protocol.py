@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from ..errors import PermissionDenied, ToolError
+from ..errors import PermissionDenied, ToolError, WouldWait
 from ..tools import TOOLS, tools_listed
 from . import resources
 from .subscriptions import SUBSCRIPTIONS_MAX, TooMany
@@ -272,6 +272,9 @@ class Protocol:
                 "ask for the kb:%.64s:write scope (or a kb grant with --writes)"
                 % (arguments.get("knowledge_base_id"), ctx.principal.name,
                    arguments.get("knowledge_base_id"))))
+        if name == EDIT_TOOL and writes in ("ask", "review") and ctx.call.no_wait:
+            # A person's approval, or the review queue: served on a thread, never the loop.
+            raise WouldWait("an edit in writes mode %s" % writes)
         try:
             if name == EDIT_TOOL and writes == "ask":
                 return self.approvals.edit(name, arguments, params, ctx)
@@ -399,7 +402,8 @@ class Protocol:
         call = ctx.call
         if name == EDIT_TOOL:
             borrowed = self.pool.writing(arguments.get("knowledge_base_id"),
-                                         ctx.principal.grants, call.cancelled)
+                                         ctx.principal.grants, call.cancelled,
+                                         wait=not call.no_wait)
         else:
             borrowed = self.pool.reading(call.cancelled)
         with borrowed as store:

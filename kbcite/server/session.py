@@ -65,6 +65,9 @@ class Call:
     cancelled: threading.Event = field(default_factory=threading.Event)
     interrupt: Any = None
     started: float = field(default_factory=time.monotonic)
+    # Served where it stands (the event loop): whatever would wait raises WouldWait instead,
+    # before it writes, and the transport serves the call again on a thread.
+    no_wait: bool = False
 
     def cancel(self):
         """Mark it cancelled and stop its store call: a wait for a lock ends, nothing written."""

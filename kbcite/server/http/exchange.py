@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 
+from ...errors import WouldWait
 from ..inbound import ERROR_STATUS, route, session_version_error
 from ..jsonrpc import PARSE_ERROR, error_response, id_if_any
 from .request import Refusal, Reply, refusal
@@ -96,10 +97,15 @@ class Exchange:
         self.req = req
         self.receive = receive
         self.send = send
+        self.no_wait = False  # the call is tried on the loop (``McpApp.tries_in_place``)
 
     async def run(self):
         """The reply, or None when the client went away or a stream was held open."""
-        reply = await self._reply()
+        self.app.begun += 1
+        try:
+            reply = await self._reply()
+        finally:
+            self.app.begun -= 1
         if reply is not None and reply.stream is not None:
             await self.app.streams.hold(self.req, self.receive, self.send, reply)
             return None
@@ -133,22 +139,26 @@ class Exchange:
             message, problem = _parse(body)
             routed = route(message, req.scope["headers"]) if problem is None else None
             parsed = message, problem, routed
+        # A question put to the client streams the answer; the stream is made only then.
+        stream = Stream(asyncio.get_running_loop(), self.send, lambda: app.guards.cors(req))
+        if routed is not None and principal is None:
+            if app.serves_in_place(routed):
+                return self._message(body, parsed, None, stream, None)  # quick: never watched
+            if app.tries_in_place(routed):
+                try:
+                    return self._message(body, parsed, None, stream, None, no_wait=True)
+                except WouldWait:
+                    pass  # nothing was written: on a thread it may wait
         watch = watcher = None
         if parsed is None or (routed is not None and routed.may_wait):
             watch = Watch()
             watcher = asyncio.ensure_future(_watch(self.receive, watch))
-        # A question put to the client streams the answer; the stream is made only then.
-        stream = Stream(asyncio.get_running_loop(), self.send, lambda: app.guards.cors(req))
-        if routed is not None and principal is None and app.serves_in_place(routed):
-            reply = self._message(body, parsed, None, stream, None)  # quick: never watched
-        else:
-            try:
-                reply = await app.on_thread(req, self._message, body, parsed, principal, stream,
-                                            watch)
-            finally:
-                if watcher is not None:
-                    watcher.cancel()
-        return reply
+        try:
+            return await app.on_thread(req, self._message, body, parsed, principal, stream,
+                                       watch)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
 
     async def _body(self, length):
         """The body's bytes, whole; None when the client went away first."""
@@ -169,9 +179,11 @@ class Exchange:
                                        PARSE_ERROR), close=True)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def _message(self, body, parsed, principal, stream, watch):
-        """On a worker thread (or the loop, for a quick one alone): the token, the message, its
-        session, then its answer."""
+    def _message(self, body, parsed, principal, stream, watch, no_wait=False):
+        """On a worker thread (or the loop: a quick one, or with ``no_wait`` an edit alone,
+        which raises WouldWait where it would wait): the token, the message, its session,
+        then its answer."""
+        self.no_wait = no_wait
         return self.app.sessions.answer(self.req, self._answer, body, parsed, principal,
                                         stream, watch)
 
@@ -232,6 +244,7 @@ class Exchange:
         call, refused = app.dispatch.begin(message, session)
         if refused is not None:
             return Reply(400, refused.response)
+        call.no_wait = self.no_wait
         if watch is not None:
             watch.attach(call, session, routed.modern)
         if session is not None:
