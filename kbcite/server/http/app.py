@@ -207,9 +207,9 @@ class McpApp:
         Whatever would wait (another writer's lock or turn, a person's approval) raises
         WouldWait before it writes, and the edit goes to a thread as before. At one client
         that spares an edit the thread's wake-ups across processors: 0.7 ms of CPU an edit
-        (bench/http_load.py's, beside the read before it); under load, the loop's commits
-        (a checkpoint's among them) would hold every other request, so they stay on the
-        threads."""
+        (bench/http_load.py's, beside the read before it). While other requests are in
+        progress it goes to a thread, so that its commit (a checkpoint's, now and then)
+        holds none of them."""
         return (routed.may_wait and routed.modern and routed.kind == "request"
                 and self.local_reads and self.begun == 1 and not self._in_progress)
 
