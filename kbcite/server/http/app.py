@@ -195,8 +195,8 @@ class McpApp:
 
         Under load too: a thread's result comes back across processors, and the threads
         contend with the loop for the interpreter lock at every statement, which cost more
-        than the reads themselves (at 16 clients of bench/http_load.py, 271 calls/s on
-        threads, 498 in place, each call's CPU 4.0 against 2.1 ms). The loop holds a read
+        than the reads themselves (at 16 clients of bench/http_load.py, 249 calls/s on
+        threads, 458 in place, each call's CPU 4.45 against 2.22 ms). The loop holds a read
         while it runs, as the interpreter lock held it on a thread; edits and streams still
         go to the threads, so a wait for a lock never holds the loop."""
         return routed.quick and self.local_reads
@@ -207,7 +207,7 @@ class McpApp:
         Whatever would wait (another writer's lock or turn, a person's approval) raises
         WouldWait before it writes, and the edit goes to a thread as before. At one client
         that spares an edit the thread's wake-ups across processors: 0.7 ms of CPU an edit
-        (bench/http_load.py's, beside the read before it). While other requests are in
+        (bench/http_load.py's edits and the reads before them, in a scratch run). While other requests are in
         progress it goes to a thread, so that its commit (a checkpoint's, now and then)
         holds none of them."""
         return (routed.may_wait and routed.modern and routed.kind == "request"
