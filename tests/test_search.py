@@ -477,6 +477,16 @@ def test_a_stored_body_finds_each_count_by_its_terms_id():
     body = doc.body_bytes(ids)
     for term, term_id in ids.items():
         assert ranking.body_count(body, ranking.term_key(term_id)) == counts.get(term, 0), term
+    # score reads the same counts in its own loop: one needle of factor 1, whose body norm is
+    # 1 (the body's length its average), scores count / (count + K1).
+    row = {"title_terms": "x", "title_len": 1, "body": body, "body_len": doc.body_len}
+    stats = {"avg_title": 1.0, "avg_body": float(doc.body_len), "phrase": ""}
+    for term, term_id in ids.items():
+        count = counts.get(term, 0)
+        held, total, in_body = ranking.score(
+            row, [(term, ranking.term_key(term_id)[0], 1.0, 1)], stats)
+        assert (held, in_body) == ((1, 1) if count else (0, 0)), term
+        assert total == pytest.approx(count / (count + ranking.BM25_K1)), term
     names = {i: t for t, i in ids.items()}
     assert ranking.SearchDoc.stored({"title_terms": "x", "title_len": 1, "body": body,
                                      "body_len": doc.body_len}, names) == doc
