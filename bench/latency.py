@@ -24,7 +24,7 @@ import time
 import common
 import corpus
 from kbcite import KBStore
-from kbcite.engines.sqlite import fts_literal
+from kbcite.engines.sqlite_fts import fts_literal
 from kbcite.search.text import query_terms
 
 KB = "bench"

@@ -26,11 +26,13 @@ FLOORS = {
         "kbcite.folder", "kbcite.exporter", "kbcite.folders", "kbcite.backup", "kbcite.upgrade",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index",
         "kbcite.search.semantic"],
-    # The engines: the package that picks one; each engine and its schema; the contract and
-    # the shared SQL, which name no engine; the errors every engine raises.
+    # The engines: the package that picks one; each engine, then its schema and its full-text
+    # index; the contract and the shared SQL, which name no engine; the errors every engine
+    # raises.
     2.4: ["kbcite.engines"],
     2.3: ["kbcite.engines.sqlite", "kbcite.engines.postgres"],
-    2.2: ["kbcite.engines.sqlite_schema", "kbcite.engines.postgres_schema"],
+    2.2: ["kbcite.engines.sqlite_schema", "kbcite.engines.postgres_schema",
+          "kbcite.engines.sqlite_fts", "kbcite.engines.postgres_fts"],
     2.1: ["kbcite.engines.contract", "kbcite.engines.sql.*"],
     2: ["kbcite.engines.errors"],
     1: ["kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",

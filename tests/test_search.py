@@ -8,7 +8,7 @@ import pytest
 
 import kbcite
 from kbcite import KBStore, access
-from kbcite.engines import sqlite as sqlite_engine
+from kbcite.engines import sqlite_fts, sqlite_schema
 from kbcite.limits import CONTENT_MAX_BYTES
 from kbcite.search import index, ranking, snippets, text, tiers
 from kbcite.search.query import query_tree
@@ -524,7 +524,7 @@ def test_an_article_without_a_word_is_no_damage_to_the_audit(store, engine):
     with store._db.write():  # the worded article's tokens leave the index of everything
         if engine == "sqlite":
             store._db.execute("DROP TABLE fts_%d" % kb_pk)
-            store._db.execute(sqlite_engine.FTS_SQL.format(pk=kb_pk))
+            store._db.execute(sqlite_schema.FTS_SQL.format(pk=kb_pk))
         else:
             store._db.execute("UPDATE search_docs SET tsv = ''::tsvector WHERE kb_pk = ?",
                               (kb_pk,))
@@ -709,8 +709,8 @@ def test_a_store_whose_index_keeps_columns_answers_the_same(tmp_path, monkeypatc
              "daily; refunds of postage take a week."), ("Refund window", "Thirty days.")]
     answers = {}
     for detail in ("none", "column"):
-        monkeypatch.setattr(sqlite_engine, "FTS_SQL",
-                            sqlite_engine.FTS_SQL.replace("detail=none", "detail=" + detail))
+        monkeypatch.setattr(sqlite_fts, "FTS_SQL",
+                            sqlite_schema.FTS_SQL.replace("detail=none", "detail=" + detail))
         path = str(tmp_path / ("%s.db" % detail))
         with KBStore(path, create=True) as made:
             made.create_knowledge_base(KB)
