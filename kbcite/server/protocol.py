@@ -58,6 +58,23 @@ log = logging.getLogger(__name__)
 quiet = Throttle(log)
 
 
+def check_meta(meta):
+    """A 2026-07-28 request's _meta, checked: version served, capabilities an object."""
+    version = meta.get(META_VERSION)
+    if not isinstance(version, str):
+        raise RpcError(INVALID_PARAMS, "Invalid params: _meta %s must be a string"
+                       % META_VERSION)
+    capabilities = meta.get(META_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        raise RpcError(INVALID_PARAMS, "Invalid params: _meta %s is required, an object "
+                       "(empty when the client supports no optional capability)"
+                       % META_CAPABILITIES)
+    if version not in MODERN_VERSIONS:
+        raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version",
+                       {"supported": list(SUPPORTED_VERSIONS), "requested": version})
+    return meta
+
+
 class Listen:
     """What a subscriptions/listen request opens, handed to its transport in place of a
     result: the listen request's ID and the filter we honour (the acknowledgement's)."""
@@ -139,7 +156,7 @@ class Protocol:
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
         if ctx.modern:  # the route said so (inbound): decided once, not again here
-            ctx.meta = self.check_meta(ctx.meta)
+            ctx.meta = check_meta(ctx.meta)
             handler = self.modern_methods.get(method)
             if handler is None:
                 raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s (2026-07-28 serves "
@@ -165,23 +182,6 @@ class Protocol:
             # At once, for any method: a client probing falls back instead of timing out.
             raise RpcError(METHOD_NOT_FOUND, "Method not found: %.200s" % method)
         return handler(params, ctx)
-
-    @staticmethod
-    def check_meta(meta):
-        """A 2026-07-28 request's _meta, checked: version served, capabilities an object."""
-        version = meta.get(META_VERSION)
-        if not isinstance(version, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: _meta %s must be a string"
-                           % META_VERSION)
-        capabilities = meta.get(META_CAPABILITIES)
-        if not isinstance(capabilities, dict):
-            raise RpcError(INVALID_PARAMS, "Invalid params: _meta %s is required, an object "
-                           "(empty when the client supports no optional capability)"
-                           % META_CAPABILITIES)
-        if version not in MODERN_VERSIONS:
-            raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version",
-                           {"supported": list(SUPPORTED_VERSIONS), "requested": version})
-        return meta
 
     # -- methods -------------------------------------------------------------------------------
 
