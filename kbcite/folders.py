@@ -2,12 +2,13 @@
 of a folder (``kbcite.importer``, which honours later edits), the same sync for documents from
 anywhere, and the export back to a folder (``kbcite.exporter``)."""
 
-from . import exporter, importer
+from . import exporter, importer, merging
 
 
 class Folders:
     """A store's imports and exports: ``import_directory``, ``sync_articles``,
-    ``export_directory``."""
+    ``export_directory``; and a file edited after its export merged back: ``merge_sides``,
+    ``write_merge``, ``mark_imported``."""
 
     def __init__(self, ctx):
         self._ctx = ctx
@@ -37,3 +38,20 @@ class Folders:
         (``kbcite.importer.sync_articles``)."""
         return importer.sync_articles(self._ctx, kb_id, documents, prune=prune, force=force,
                                       dry_run=dry_run, yes=yes, progress=progress)
+
+    def merge_sides(self, kb_id, article_id, base=None):
+        """An article now and at the base a file was made from (``kbcite.merging.sides``)."""
+        return merging.sides(self._ctx, kb_id, article_id, base)
+
+    def write_merge(self, kb_id, article_id, *, title, content, expected_version, actor=None,
+                    summary=None):
+        """A merge's text as an edit, only if the article is still at ``expected_version``;
+        returns ``{updated_at, event}``."""
+        updated_at, event = merging.write(self._ctx, kb_id, article_id, title=title,
+                                          content=content, expected_version=expected_version,
+                                          actor=actor, summary=summary)
+        return {"updated_at": updated_at, "event": event}
+
+    def mark_imported(self, kb_id, article_id, version):
+        """Record that the article's imported file now holds ``version``, if it is current."""
+        return merging.mark_imported(self._ctx, kb_id, article_id, version)

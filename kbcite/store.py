@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 
 from . import (
     access, articles, audit, backup, catalog, citations, edits, events, folders, grants,
-    history, merging, proposals, reads, sessions, tokens,
+    history, proposals, reads, sessions, tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -346,23 +346,6 @@ class KBStore:
             self._ctx, kb_id, article_id, to_version, expected_version, actor=actor,
             summary=summary, idempotency_key=idempotency_key, issuer=issuer)
         return {"updated_at": updated_at, "event": event, "replayed": replayed}
-
-    def merge_sides(self, kb_id, article_id, base=None):
-        """An article now and at the base a file was made from (``kbcite.merging.sides``)."""
-        return merging.sides(self._ctx, kb_id, article_id, base)
-
-    def write_merge(self, kb_id, article_id, *, title, content, expected_version, actor=None,
-                    summary=None):
-        """A merge's text as an edit, only if the article is still at ``expected_version``;
-        returns ``{updated_at, event}``."""
-        updated_at, event = merging.write(self._ctx, kb_id, article_id, title=title,
-                                          content=content, expected_version=expected_version,
-                                          actor=actor, summary=summary)
-        return {"updated_at": updated_at, "event": event}
-
-    def mark_imported(self, kb_id, article_id, version):
-        """Record that the article's imported file now holds ``version``, if it is current."""
-        return merging.mark_imported(self._ctx, kb_id, article_id, version)
 
     def prune_history(self, kb_id, keep_days, *, dry_run=False):
         """Drop the texts of versions older than ``keep_days`` days, never an article's

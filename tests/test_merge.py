@@ -9,6 +9,7 @@ import random
 import pytest
 
 from kbcite import KBStore
+from kbcite.folders import Folders
 from kbcite.threeway import conflict_left, merge, pending_path
 from support.cli import run_kb
 from support.files import write
@@ -234,14 +235,14 @@ def test_a_write_between_the_merges_read_and_its_write_is_exit_3_and_writes_noth
     path, article = page
     path.write_text(PAGE.replace("Make an archive.", "Make one."))
     file_before = path.read_text()
-    real = KBStore.merge_sides
+    real = Folders.merge_sides
 
     def then_someone_edits(self, *args, **kwargs):
         found = real(self, *args, **kwargs)
         agent_edit(where, article, "Extract an archive.", "Extract one.")
         return found
 
-    monkeypatch.setattr(KBStore, "merge_sides", then_someone_edits)
+    monkeypatch.setattr(Folders, "merge_sides", then_someone_edits)
     said = kb(where, "merge", KB, article, "--file", path, status=3)
     assert "changed while the merge ran" in said and "run the same kb merge again" in said
     monkeypatch.undo()

@@ -122,7 +122,7 @@ def cmd_merge(store, args, out):
                                                                       left[1][:60]),
                            argument="--file")
     base, base_from = _base(args, meta, pending)
-    sides = store.merge_sides(args.kb, args.article, base)
+    sides = store.folders.merge_sides(args.kb, args.article, base)
     current, base = sides["current"], sides["base"]
     base_from = base_from if sides["base_from"] == "given" else "the import"
     version = current["updated_at"]
@@ -171,7 +171,7 @@ def written(store, args, out, result, original, sides, title, content, meta):
     event, version = None, current["updated_at"]
     if (title, content) != (current["title"], normalized(current["content"])):
         try:
-            made = store.write_merge(args.kb, args.article, title=title, content=content,
+            made = store.folders.write_merge(args.kb, args.article, title=title, content=content,
                                      expected_version=args.expected_version or version,
                                      actor=args.actor,
                                      summary=args.summary or "merge of %s" %
@@ -196,7 +196,7 @@ def written(store, args, out, result, original, sides, title, content, meta):
         # The import record moves only where the file reads back as the article now is.
         back_title, back, _ = parse_document(text, title)
         if (back_title, normalized(back)) == (title, content):
-            store.mark_imported(args.kb, args.article, version)
+            store.folders.mark_imported(args.kb, args.article, version)
     if os.path.exists(pending_path(args.file)):
         os.remove(pending_path(args.file))
     if args.json:
