@@ -185,3 +185,24 @@ def test_the_worst_case_diff_benchmark_runs_and_stays_under_its_bound():
                           text=True, timeout=300, cwd=str(ROOT))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "| sqlite | letters | 6,144 |" in done.stdout and "largest call:" in done.stdout
+
+
+def test_server_hops_counts_one_route_and_one_protocol_call_a_search_in_each_era():
+    # The counts are the benchmark's proof that a request is judged once: inbound's route
+    # runs once a request, before the store, and the protocol handles it once.
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        server_hops = runpy.run_path(str(ROOT / "bench" / "server_hops.py"))
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    found = server_hops["count"](str(ROOT))
+    assert set(found) == {"2025-11-25", "2026-07-28"}
+    for era, figures in found.items():
+        before = figures["calls"][:figures["before_store"]]
+        assert figures["calls"][figures["before_store"]] == "(the store)", era
+        assert before.count("inbound.py route") == 1, era
+        assert before.count("protocol.py handle") == 1, era
+        assert 0 < figures["before_store"] < figures["whole"], era
+        assert figures["depth"] > 0, era
+    table = server_hops["render"]([("here", found)])
+    assert "| here | 2026-07-28 | %d |" % found["2026-07-28"]["before_store"] in table
