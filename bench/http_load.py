@@ -482,9 +482,20 @@ FIGURES = (("calls/s", lambda r: r["calls_per_s"]),
            ("discover p99 ms", _discover_p99))
 
 
+def paired(runs, others, get):
+    """The ratios of ``runs``' figure to ``others``' round by round (the two lists in the order
+    the rounds ran), each pair measured minutes apart: ``(median, lowest, highest)``, or None
+    where no round has both figures."""
+    ratios = [a / b for a, b in ((get(r), get(o)) for r, o in zip(runs, others))
+              if a is not None and b]
+    return (common.median(ratios), min(ratios), max(ratios)) if ratios else None
+
+
 def summarize(results):
     """Per target, process count and client count: each figure's median over the rounds,
-    its spread (lowest-highest), and its ratio to the other targets' medians."""
+    its spread (lowest-highest), and its ratio to the other targets' medians, with the
+    median (and spread) of the ratios of the same round, which the machine's drift from
+    round to round moves less."""
     groups = {}
     for r in results:
         groups.setdefault((r["target"], r["workers"], r["engine"], r["clients"]), []).append(r)
@@ -498,15 +509,20 @@ def summarize(results):
     for key in sorted(groups):
         target, workers, engine, clients = key
         parts = []
-        for label, _ in FIGURES:
+        for label, get in FIGURES:
             if (key, label) not in medians:
                 continue
             value, low, high = medians[key, label]
-            versus = ["%.2fx %s" % (value / medians[other, label][0], other[0])
-                      for other in sorted(groups)
-                      if other[0] != target and other[1:] == (1, engine, clients)
-                      and workers == 1 and (other, label) in medians
-                      and medians[other, label][0]]
+            versus = []
+            for other in sorted(groups):
+                if (other[0] == target or other[1:] != (1, engine, clients) or workers != 1
+                        or (other, label) not in medians or not medians[other, label][0]):
+                    continue
+                ratio = "%.2fx %s" % (value / medians[other, label][0], other[0])
+                pairs = paired(groups[key], groups[other], get)
+                if pairs is not None:
+                    ratio += " [paired %.2fx, %.2f-%.2f]" % pairs
+                versus.append(ratio)
             parts.append("%s median %s (%s-%s)%s" % (label, _figure(value), _figure(low),
                                                       _figure(high), " (%s)" % ", ".join(versus)
                                                       if versus else ""))

@@ -40,3 +40,20 @@ def test_head_memory_refuses_huge_heads_and_bounds_endless_ones():
     done = bench("head_memory.py", "--connections", "4", "--hold-seconds", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "answered {'431': 4}" in done.stdout and "PASS" in done.stdout
+
+
+def test_the_summary_pairs_each_round_with_the_same_round_of_the_other_target(monkeypatch):
+    # Drift between rounds moves the medians' ratio; the paired one compares each round's
+    # figures with the same round's. Here the old server's last round ran on a slower machine.
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    http_load = importlib.import_module("http_load")
+
+    def run(target, cpu):
+        return {"target": target, "workers": 1, "engine": "sqlite", "clients": 1,
+                "calls_per_s": 1.0 / cpu, "server_cpu_ms_per_call": cpu, "round_trips": None}
+    results = [run(target, cpu) for new, old in ((1.0, 1.1), (3.0, 3.3), (1.2, 2.0))
+               for target, cpu in (("new", new), ("old", old))]
+    summary = http_load.summarize(results).splitlines()
+    new = next(line for line in summary if line.startswith("new,"))
+    assert "server CPU ms/call median 1.2 (1-3) (0.60x old [paired 0.91x, 0.60-0.91])" in new
+    assert http_load.paired([results[0]], [results[1]], lambda r: None) is None
