@@ -1,6 +1,7 @@
 """A knowledge base and folders of Markdown files, both ways, as ``store.folders``: the import
 of a folder (``kbcite.importer``, which honours later edits), the same sync for documents from
-anywhere, and the export back to a folder (``kbcite.exporter``)."""
+anywhere, the export back to a folder (``kbcite.exporter``), and a file edited after its export
+merged back (``kbcite.merging``)."""
 
 from . import exporter, importer, merging
 

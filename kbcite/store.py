@@ -111,7 +111,8 @@ class KBStore:
         self.sessions = sessions.Sessions(self._ctx)
         # The people's review of agents' proposed edits (writes mode review).
         self.proposals = proposals.Proposals(self._ctx)
-        # Folders of Markdown, both ways: the import, the sync of documents, the export.
+        # Folders of Markdown, both ways: the import, the sync of documents, the export,
+        # and a file edited after its export merged back.
         self.folders = folders.Folders(self._ctx)
         # What a team issuer's people and groups may do, besides their tokens' scopes.
         self.grants = grants.Grants(self._ctx)
