@@ -23,7 +23,7 @@ from history import worktree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Runs in a process of its own with the tree's package first on its path (argv: tree, --list).
+# Runs in a process of its own with the tree's package first on its path (argv: the tree).
 COUNT = r"""
 import asyncio, json, os, sys, tempfile, threading, traceback
 sys.path.insert(0, sys.argv[1])

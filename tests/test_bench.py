@@ -187,14 +187,11 @@ def test_the_worst_case_diff_benchmark_runs_and_stays_under_its_bound():
     assert "| sqlite | letters | 6,144 |" in done.stdout and "largest call:" in done.stdout
 
 
-def test_server_hops_counts_one_route_and_one_protocol_call_a_search_in_each_era():
+def test_server_hops_counts_one_route_and_one_protocol_call_a_search_in_each_era(monkeypatch):
     # The counts are the benchmark's proof that a request is judged once: inbound's route
     # runs once a request, before the store, and the protocol handles it once.
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        server_hops = runpy.run_path(str(ROOT / "bench" / "server_hops.py"))
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    server_hops = runpy.run_path(str(ROOT / "bench" / "server_hops.py"))
     found = server_hops["count"](str(ROOT))
     assert set(found) == {"2025-11-25", "2026-07-28"}
     for era, figures in found.items():
