@@ -171,11 +171,10 @@ def written(store, args, out, result, original, sides, title, content, meta):
     event, version = None, current["updated_at"]
     if (title, content) != (current["title"], normalized(current["content"])):
         try:
-            made = store.folders.write_merge(args.kb, args.article, title=title, content=content,
-                                     expected_version=args.expected_version or version,
-                                     actor=args.actor,
-                                     summary=args.summary or "merge of %s" %
-                                     os.path.basename(args.file))
+            made = store.folders.write_merge(
+                args.kb, args.article, title=title, content=content,
+                expected_version=args.expected_version or version, actor=args.actor,
+                summary=args.summary or "merge of %s" % os.path.basename(args.file))
         except VersionConflict as exc:
             error = stale(exc, args, out)
             if args.expected_version is not None:
