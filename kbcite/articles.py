@@ -108,7 +108,7 @@ def write(ctx, kb, row, *, content, title, published, action, actor=None, summar
         current = access.article(db, kb, row["article_id"], published_only=False)
         raise conflict_error(db, kb, current, row["updated_at"])
     index.reindex(db, kb, row["pk"], bool(row["published"]), title, content, published,
-                  ctx.semantic, was=(row["title"], row["content"]))
+                  ctx.semantic, was=(row["title"], row["content"]), written=ctx.written)
     event = None
     if published and row["published"]:
         event = events.append(db, kb, [(EVENT_UPDATED, row["article_id"], updated_at)])[0]
@@ -313,7 +313,8 @@ def delete(ctx, kb_id, article_id, actor=None, issuer=None):
         event = None
         if row["published"]:
             index.reindex(db, kb, row["pk"], True, row["title"], row["content"], False,
-                          ctx.semantic, was=(row["title"], row["content"]))
+                          ctx.semantic, was=(row["title"], row["content"]),
+                          written=ctx.written)
             updated_at = format_version(next_version(row["version_us"], ctx.now_us()))
             event = events.append(db, kb, [(EVENT_DELETED, row["article_id"], updated_at)],
                                   actor=actor, issuer=issuer)[0]

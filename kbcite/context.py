@@ -5,6 +5,7 @@
 """
 
 from .search.snippets import SnippetCache
+from .search.written import WrittenDocs
 from .versions import datetime_to_us
 
 
@@ -17,6 +18,8 @@ class Context:
         self.clock = clock
         self.semantic = semantic
         self.snippets = SnippetCache()
+        # What this connection last wrote to the index, for the next edit of an article.
+        self.written = WrittenDocs()
         # The work the last search did, for tests and benchmarks.
         self.last_search = {}
 

@@ -36,7 +36,7 @@ FLOORS = {
     2.1: ["kbcite.engines.contract", "kbcite.engines.sql.*"],
     2: ["kbcite.engines.errors"],
     1: ["kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",
-        "kbcite.search.snippets", "kbcite.search.embedding"],
+        "kbcite.search.snippets", "kbcite.search.embedding", "kbcite.search.written"],
     0: ["kbcite.limits", "kbcite.errors", "kbcite.versions", "kbcite.validation",
         "kbcite.tools"],
 }

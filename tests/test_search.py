@@ -13,6 +13,7 @@ from kbcite.limits import CONTENT_MAX_BYTES
 from kbcite.search import index, ranking, snippets, text, tiers
 from kbcite.search.query import query_tree
 from kbcite.search.snippets import SNIPPET_SCAN_CHARS
+from kbcite.search.written import WrittenDocs
 from support.old_schemas import as_schema_2, as_schema_9
 
 KB = "kb-search"
@@ -700,6 +701,114 @@ def test_an_edit_tells_the_index_to_forget_exactly_the_tokens_it_was_given(store
     store.save_article(KB, article_id, content="Refunds take five days.")
     assert ids(store, "week") == [] and ids(store, "five") == [article_id]
     assert store.audit() == []
+
+
+def index_holds_its_text(store, article_id):
+    """Whether the article's stored search row, read back by its term IDs, is exactly its
+    text's tokens."""
+    db = store._db
+    with db.read():
+        kb = access.knowledge_base(db, KB, GRANTED)
+        row = access.article(db, kb, article_id, published_only=False)
+        stored = index.read_back(db, kb, db.search_doc(row["pk"]))
+    return stored == ranking.SearchDoc.of(row["title"], row["content"])
+
+
+def asked_ids(store, monkeypatch):
+    """The terms each ``term_ids`` call of the store's engine is asked for, in order."""
+    asked = []
+    engine = type(store._db)
+    real = engine.term_ids
+
+    def term_ids(db, kb_pk, terms):
+        asked.append(set(terms))
+        return real(db, kb_pk, terms)
+    monkeypatch.setattr(engine, "term_ids", term_ids)
+    return asked
+
+
+@pytest.fixture
+def shared_address(address, tmp_path):
+    """An address two connections can share: a file where the engine's is in memory."""
+    return str(tmp_path / "shared.sqlite3") if address == ":memory:" else address
+
+
+def test_an_edit_after_the_connections_own_looks_up_only_the_terms_it_changes(
+        shared_address, clock, monkeypatch):
+    """What a connection last wrote of an article stands for the next edit's text before,
+    and gives the IDs of the terms whose counts it keeps; a write from elsewhere in between
+    (another connection's, a rebuild's) makes the next edit look every term up again."""
+    with KBStore(shared_address, clock=clock, create=True) as store:
+        edit_after_edit(store, asked_ids(store, monkeypatch), shared_address)
+
+
+def edit_after_edit(store, asked, address):
+    store.create_knowledge_base(KB)
+    body = " ".join("word%d" % n for n in range(60))
+    article_id = store.create_article(KB, "Refund policy", body)
+    store.create_article(KB, "Shipping", "Parcels leave daily; word7 too.")
+    store.save_article(KB, article_id, content=body + " refunds")
+    assert len(asked[-1]) == 63  # the first edit on this connection: every term
+    store.save_article(KB, article_id, content=body + " refunds refunds five")
+    # A count changed, a term is new; the title's terms are not in the body's bytes.
+    assert asked[-1] == {"refunds", "five", "refund", "policy"}
+    assert index_holds_its_text(store, article_id)
+    assert ids(store, "five") == [article_id]
+    with KBStore(address) as other:
+        other.save_article(KB, article_id, content=body + " five six")
+        store.save_article(KB, article_id, content=body + " five six seven")
+        assert len(asked[-1]) == 65  # the row is not what this connection wrote
+        other.rebuild_index(KB)  # the term IDs numbered again
+        store.save_article(KB, article_id, content=body + " six seven")
+        assert index_holds_its_text(store, article_id)
+        assert other.audit() == []
+    assert ids(store, "seven") == [article_id] and ids(store, "five") == []
+    assert sorted(ids(store, "word7")) == sorted([article_id, ids(store, "parcels")[0]])
+    assert store.audit() == []
+
+
+def test_a_rolled_back_edit_or_a_remembered_id_that_is_wrong_is_not_trusted(
+        store, monkeypatch):
+    """An edit rolled back after its index work leaves the text before in the row, so what
+    it remembered does not answer for it; an ID remembered that a lookup contradicts sends
+    the edit back to looking every term up."""
+    asked = asked_ids(store, monkeypatch)
+    store.create_knowledge_base(KB)
+    body = " ".join("word%d" % n for n in range(40))
+    article_id = store.create_article(KB, "Notes", body)
+    store.save_article(KB, article_id, content=body + " alpha")
+    real_record = kbcite.history.record
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the disk went away")
+    monkeypatch.setattr(kbcite.history, "record", fail)
+    with pytest.raises(Exception):
+        store.save_article(KB, article_id, content=body + " alpha beta")
+    monkeypatch.setattr(kbcite.history, "record", real_record)
+    store.save_article(KB, article_id, content=body + " alpha gamma")
+    assert len(asked[-1]) == 43  # the rolled-back edit's text is not the row's
+    assert index_holds_its_text(store, article_id)
+    # A remembered ID that the store no longer gives that term.
+    _, entry = next(iter(store._ctx.written._entries.items()))
+    entry[2]["alpha"] = 10 ** 6
+    store.save_article(KB, article_id, content=body + " alpha alpha gamma")
+    assert len(asked[-1]) == 43 and len(asked[-2]) == 2  # alpha, notes: then all
+    assert index_holds_its_text(store, article_id)
+    assert ids(store, "alpha") == [article_id] and ids(store, "beta") == []
+    assert store.audit() == []
+
+
+def test_written_docs_keep_the_most_recent_articles():
+    """The entries are bounded: the article written longest ago goes first."""
+    written = WrittenDocs(size=2)
+    doc = ranking.SearchDoc.of("T", "a b")
+    for pk in (1, 2, 3):
+        written.put(7, pk, ("T", "a b"), doc, {"t": 0, "a": 1, "b": 2}, b"body")
+    row = {"title_terms": "t", "title_len": 1, "body_len": 2, "body": b"body"}
+    assert written.get(7, 1, ("T", "a b"), row) is None
+    assert written.get(7, 3, ("T", "a b"), row) == (doc, {"t": 0, "a": 1, "b": 2})
+    assert written.get(7, 3, ("T", "a c"), row) is None  # another text: forgotten
+    assert written.get(7, 2, ("T", "a b"), dict(row, body=b"other")) is None
 
 
 def test_a_store_whose_index_keeps_columns_answers_the_same(tmp_path, monkeypatch):

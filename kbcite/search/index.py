@@ -9,20 +9,33 @@ the articles' vectors, where the store has a ``semantic`` half (``kbcite.search.
 from .ranking import SearchDoc, decode_body, presence_delta, presence_totals
 
 
-def reindex(db, kb, pk, was_published, title, content, published, semantic=None, was=None):
+def reindex(db, kb, pk, was_published, title, content, published, semantic=None, was=None,
+            written=None):
     """Bring the search index (and the article's vector) in line with its new text and
     visibility; ``was`` is the article's ``(title, content)`` before, where the caller has it
-    (its tokens are then made again, not read back by their IDs)."""
+    (its tokens are then made again, not read back by their IDs); ``written``, the
+    connection's WrittenDocs, where it keeps one (what it last wrote of the article answers
+    for the text before, and for the IDs of the terms the edit leaves as they were)."""
     new = SearchDoc.of(title, content) if published else None
-    ids = db.term_ids(kb["pk"], sorted(new.terms())) if new is not None else {}
-    old = None
+    old = stored = known = None
     if was_published:
         stored = _stored_row(db, kb, pk)
-        old = made_again(stored, was, ids, db, kb) if was is not None else None
-        if old is None:
-            old = read_back(db, kb, stored)
+        if written is not None and was is not None:
+            known = written.get(kb["pk"], pk, was, stored)
+    if known is not None:
+        old, ids = _ids_after(db, kb, known, new)
+        if ids is None:  # a looked-up ID is not the one remembered: look them all up
+            written.forget(kb["pk"], pk)
+            known = None
+    if known is None:
+        ids = db.term_ids(kb["pk"], sorted(new.terms())) if new is not None else {}
+        if was_published:
+            old = made_again(stored, was, ids, db, kb) if was is not None else None
+            if old is None:
+                old = read_back(db, kb, stored)
+    body = new.body_bytes(ids) if new is not None else None
     if old is not None and new is not None:
-        db.search_doc_replace(kb["pk"], pk, old, new, ids)
+        db.search_doc_replace(kb["pk"], pk, old, new, body)
         db.index_replace(kb["pk"], pk, old, new)
     elif old is not None:
         db.index_remove(kb["pk"], pk, old)
@@ -35,8 +48,29 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None,
         kb["pk"], (new is not None) - (old is not None),
         (new.title_len if new else 0) - (old.title_len if old else 0),
         (new.body_len if new else 0) - (old.body_len if old else 0))
+    if written is not None:
+        if new is not None:
+            written.put(kb["pk"], pk, (title, content), new, ids, body)
+        else:
+            written.forget(kb["pk"], pk)
     if semantic is not None:
         semantic.written(db, kb, pk, title, content, published, was_published)
+
+
+def _ids_after(db, kb, known, new):
+    """``(old SearchDoc, {term: ID} for the new text)`` from a WrittenDocs entry ``known``:
+    a term the body holds as often as before takes the remembered ID, every other term of
+    the new text is looked up (and added); ``(old, None)`` where a looked-up term's ID is not
+    the one remembered."""
+    old, old_ids = known
+    if new is None:
+        return old, {}
+    ids = {term: old_ids[term] for term, _ in new.body_counts.items() & old.body_counts.items()}
+    looked_up = db.term_ids(kb["pk"], sorted(new.terms() - ids.keys()))
+    if any(old_ids.get(term, found) != found for term, found in looked_up.items()):
+        return old, None
+    ids.update(looked_up)
+    return old, ids
 
 
 def made_again(stored, was, ids, db, kb):

@@ -42,14 +42,14 @@ class SearchSQL:
         self.execute("DELETE FROM search_docs WHERE pk = ?", (pk,))
         self._title_terms_delete(kb_pk, pk, doc)
 
-    def search_doc_replace(self, kb_pk, pk, old, new, ids):
-        """Replace a published article's stored tokens by ``new``, its terms' IDs in ``ids``
-        (with ``index_replace``); its title's terms are rewritten only when the title's
-        tokens changed."""
+    def search_doc_replace(self, kb_pk, pk, old, new, body):
+        """Replace a published article's stored tokens by ``new``, its body's counts encoded
+        as ``body`` (``SearchDoc.body_bytes``) (with ``index_replace``); its title's terms are
+        rewritten only when the title's tokens changed."""
         self.execute(
             "UPDATE search_docs SET title_terms = ?, title_len = ?, body = ?, "
             "body_len = ?%s WHERE pk = ?" % "".join(", %s = %s" % e for e in self.search_doc_extra),
-            (new.title_text, new.title_len, new.body_bytes(ids), new.body_len)
+            (new.title_text, new.title_len, body, new.body_len)
             + self._search_doc_extra(kb_pk, new) + (pk,))
         if old.title_tokens != new.title_tokens:
             self._title_terms_delete(kb_pk, pk, old)
