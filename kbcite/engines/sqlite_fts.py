@@ -2,6 +2,8 @@
 and bodies; titles), fed the store's own tokens (``search.text.tokens``) and told what to forget
 from the tokens ``search_docs`` keeps."""
 
+import sqlite3
+
 from ..search.query import query_tree, render_query
 from .sql.search import SEARCH_DOC_COLUMNS
 from .sqlite_schema import FTS_SQL, FTS_TITLE_SQL, FTS_TUNING
@@ -137,3 +139,16 @@ class FTS5Index:
         if self._conn.execute("PRAGMA auto_vacuum").fetchone()[0] == INCREMENTAL:
             for _ in range(free):
                 self._conn.execute("PRAGMA incremental_vacuum")
+
+    def fts_problems(self):
+        """FTS5's own check of every knowledge base's indexes (it writes to run)."""
+        problems = []
+        for (pk,) in self._conn.execute("SELECT pk FROM knowledge_bases").fetchall():
+            for table in ("fts_%d" % int(pk), "fts_title_%d" % int(pk)):
+                try:
+                    self._conn.execute("INSERT INTO {0} ({0}) VALUES ('integrity-check')"
+                                       .format(table))
+                except sqlite3.DatabaseError as exc:
+                    problems.append("search index %s of knowledge base pk %d: %s"
+                                    % (table, pk, exc))
+        return problems
