@@ -27,6 +27,10 @@ TOKEN_PREFIX = "kbt_"
 
 TOKEN_NAME_MAX = 64
 
+# Live tokens a connection keeps what it found of (``Tokens.principal``): a team's agents
+# have a few each; past this many, it starts again.
+TOKENS_KEPT = 256
+
 # The web pages' sessions and one-time sign-in links are rows of the sessions table of these
 # kinds (its protocol version), keyed by the SHA-256 of a secret only the browser holds.
 KIND_WEB = "web"
@@ -80,6 +84,10 @@ class Tokens:
 
     def __init__(self, ctx):
         self._ctx = ctx
+        # The live tokens this connection found, by digest, with the engine's data_version
+        # then: valid while nothing was committed since (a revocation from any process
+        # moves it). Every request of the HTTP server checks its token.
+        self._found = {}
 
     def create(self, name, grants, writes="ask", review=False):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
@@ -135,12 +143,23 @@ class Tokens:
         db = self._ctx.db
         if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
             return None
+        digest = token_digest(token)
+        version = db.data_version() if "data_version" in db.capabilities else None
+        found = self._found.get(digest)
+        if found is not None and version is not None and found[0] == version:
+            return dict(found[1], grants=list(found[1]["grants"]))
         with db.read():
-            row = db.token_by_hash(token_digest(token))
+            row = db.token_by_hash(digest)
         if row is None:
+            self._found.pop(digest, None)
             return None
-        return {"name": row["name"], "grants": json.loads(row["grants"]), "writes": row["writes"],
-                "review": bool(row["review"])}
+        principal = {"name": row["name"], "grants": json.loads(row["grants"]),
+                     "writes": row["writes"], "review": bool(row["review"])}
+        if version is not None:
+            if len(self._found) >= TOKENS_KEPT:
+                self._found.clear()
+            self._found[digest] = (version, principal)
+        return dict(principal, grants=list(principal["grants"]))
 
     def refusal(self, token):
         """Why ``principal`` refused a token, in words for the server's log (never the token)."""

@@ -186,7 +186,8 @@ def test_every_engine_keeps_the_contract():
     # to a capability the engine does not declare.
     from kbcite.engines import ENGINES, contract
 
-    gated = {"change_waiter": "listen", "image": "image", "load_image": "image"}
+    gated = {"change_waiter": "listen", "image": "image", "load_image": "image",
+             "data_version": "data_version"}
     required = [name for name, member in vars(contract.Engine).items() if callable(
         getattr(member, "__wrapped__", member)) and "NotImplementedError" in
         (getattr(member, "__wrapped__", member).__code__.co_names)]

@@ -31,7 +31,8 @@ that engine does it best:
 Capabilities (``capabilities``, a frozenset of ``CAPABILITIES``) say what an engine offers
 beyond them, so that nobody asks which engine it is: ``change_waiter()`` where it can
 ``listen``, ``image()`` and ``load_image()`` where it has an ``image``; ``local_reads`` where a
-read never waits on a network or a lock. Where the engines
+read never waits on a network or a lock; ``data_version()`` where it can tell cheaply whether
+anything was committed since it last asked. Where the engines
 differ only in how SQL is spelled, the difference is data (``placeholder``, ``arrays``,
 ``search_doc_extra``); where they differ in behaviour, each has its own primitive.
 """
@@ -43,8 +44,10 @@ import re
 # commits that wrote events (``change_waiter``); ``image``, the whole store copied to bytes
 # and back (``image``, ``load_image``), which spares a simulation rebuilding each morning;
 # ``local_reads``, reads that wait for no network and no lock (a file on this machine, WAL),
-# so that a server may run a short one where it stands instead of handing it to a thread.
-CAPABILITIES = frozenset({"listen", "image", "local_reads"})
+# so that a server may run a short one where it stands instead of handing it to a thread;
+# ``data_version``, a value that moves at every commit to the store (``data_version``), so
+# that what a connection read may be kept until it does.
+CAPABILITIES = frozenset({"listen", "image", "local_reads", "data_version"})
 
 # A ``?`` placeholder, or a literal ``%`` that a driver of ``%s`` placeholders needs doubled.
 _QMARK_OR_PERCENT = re.compile(r"\?|%")
@@ -219,6 +222,14 @@ class Engine:
 
     def load_image(self, data):
         """With ``image``: replace this store by a copy of ``image()`` bytes."""
+        raise NotImplementedError
+
+    # -- with ``data_version`` -------------------------------------------------------------------
+
+    def data_version(self):
+        """With ``data_version``: a value that differs from every earlier one this connection
+        gave once anything was committed to the store since (by it, or by another connection
+        in any process), and is equal to the last one otherwise."""
         raise NotImplementedError
 
     # -- shared helpers: a query's rows, in the caller's transaction -----------------------------

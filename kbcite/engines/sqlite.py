@@ -97,8 +97,9 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     """A store in one SQLite file (WAL mode) or in memory."""
 
     name = "sqlite"
-    # A read is a snapshot of a file on this machine (WAL): it waits for no lock, no network.
-    capabilities = frozenset({"local_reads"})
+    # A read is a snapshot of a file on this machine (WAL): it waits for no lock, no network;
+    # the file's change counter tells at a glance whether anything was committed.
+    capabilities = frozenset({"local_reads", "data_version"})
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         self.path = sqlite_path(str(address))
@@ -128,7 +129,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         self._conn.row_factory = sqlite3.Row
         # An in-memory store copies itself to bytes and back where sqlite3 can (3.11 on).
         if self.memory and hasattr(self._conn, "serialize"):
-            self.capabilities = frozenset({"image", "local_reads"})
+            self.capabilities = frozenset({"image", "local_reads", "data_version"})
         try:
             self._conn.execute("PRAGMA foreign_keys = ON")
             # Identify the file before anything could write to it: a file that is not ours is
@@ -249,6 +250,11 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     def close(self):
         """Close the connection."""
         self._conn.close()
+
+    def data_version(self):
+        """``PRAGMA data_version`` (which moves at other connections' commits, in any process)
+        with this connection's own ``total_changes``."""
+        return self._conn.execute("PRAGMA data_version").fetchone()[0], self._conn.total_changes
 
     def execute(self, sql, params=()):
         """Run one statement on the connection."""
