@@ -16,6 +16,7 @@ pytest.importorskip("uvicorn")
 
 import kbcite  # noqa: E402
 from kbcite.server.http.app import McpApp  # noqa: E402
+from kbcite.server.pool import StorePool  # noqa: E402
 from kbcite.server.http.settings import Settings  # noqa: E402
 from kbcite.server.http.threads import Threads  # noqa: E402
 from support.stdio_client import make_db  # noqa: E402
@@ -131,6 +132,62 @@ def test_an_edit_alone_is_served_on_the_loop_and_a_handshake_session_on_threads(
     # The read, then the edit (nothing else in progress, the lock free), on the loop.
     assert app.ran_on[:2] == [loop_thread, loop_thread]
     assert len(app.ran_on) == 4 and loop_thread not in app.ran_on[2:]
+
+
+def test_the_loop_checks_tokens_reads_and_edits_on_one_connection_of_its_own(app, monkeypatch):
+    """A connection's page cache starts over once another commits: what the loop serves
+    (the token check, the read, the edit) shares its own connection; a thread's call does
+    not."""
+    used = []
+    call_tool, principal = kbcite.KBStore.call_tool, kbcite.tokens.Tokens.principal
+
+    def recorded_call(store, name, *args, **kwargs):
+        used.append((name, store._ctx))
+        return call_tool(store, name, *args, **kwargs)
+
+    def recorded_check(tokens, token):
+        used.append(("token", tokens._ctx))
+        return principal(tokens, token)
+    monkeypatch.setattr(kbcite.KBStore, "call_tool", recorded_call)
+    monkeypatch.setattr(kbcite.tokens.Tokens, "principal", recorded_check)
+
+    async def calls():
+        _, reply, _ = await post(app, "tools/call", read(app.made.billing))
+        version = reply["result"]["structuredContent"]["updated_at"]
+        status, reply, _ = await post(app, "tools/call", {
+            "name": "edit_knowledge_article", "arguments": {
+                "knowledge_base_id": "support", "article_id": app.made.billing,
+                "content": "Invoices are emailed on the third.", "expected_version": version,
+                "idempotency_key": "own-1"}})
+        assert status == 200 and not reply["result"].get("isError"), reply
+        await post(app, "tools/call", read(app.made.billing), request_id=2)
+        app.local_reads = False  # now on a thread, from the pools
+        await post(app, "tools/call", read(app.made.billing), request_id=3)
+    asyncio.run(calls())
+    names = [name for name, _ in used]
+    assert names == ["token", "read_knowledge_article", "token", "edit_knowledge_article",
+                     "token", "read_knowledge_article", "token", "read_knowledge_article"]
+    loop = {id(ctx) for _, ctx in used[:6]}
+    assert len(loop) == 1
+    assert id(used[7][1]) not in loop and id(used[6][1]) not in loop
+
+
+def test_the_threads_own_connection_is_never_lent_twice_at_once(tmp_path):
+    made = make_db(tmp_path / "kb.db")
+    pool = StorePool(str(made.path), readers=1, writers=1)
+    try:
+        with pool.in_place():
+            with pool.writing("support", {"support"}) as edit:
+                with pool.reading() as read:
+                    assert read is not edit  # lent already: one of the pool's
+            with pool.reading() as again:
+                assert again is edit  # given back: the thread's own again
+        with pool.reading() as outside:
+            assert outside is not edit and outside is read
+    finally:
+        pool.close()
+    with pytest.raises(Exception):
+        edit.get_article("support", made.billing)  # closed with the pool
 
 
 def test_quick_reads_begun_together_are_all_served_on_the_loop(app):

@@ -7,6 +7,11 @@ connections reads need. Inside a process the edits of one knowledge base take tu
 borrowing (a locked knowledge base ties up one edit connection, not all of them), and at most
 ``queued_edits`` wait for their turn: one more is ``store_busy`` at once, retryable, rather
 than a wait that ends the same way many seconds later.
+
+A call served where it stands (``in_place``: on the HTTP server's event loop, which waits for
+nothing) uses its thread's own connection instead, for its token check, its reads and its
+edit alike: a connection's page cache starts over once another connection commits, so reads
+on one connection and edits on another read their pages again after every edit.
 """
 
 import contextlib
@@ -114,10 +119,47 @@ class StorePool:
         self._writes = Connections(address, writers, timeout)
         self._turns = {}
         self._turns_lock = threading.Lock()
+        # Per thread: whether its calls are served in place, its own connection for them and
+        # whether that is lent; and every such connection, to close.
+        self._local = threading.local()
+        self._own = []
+        self._own_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def in_place(self):
+        """Within it, this thread's calls borrow its own connection (where it is not lent
+        already), not the pools': a call served where it stands, on a thread that waits for
+        nothing else."""
+        local = self._local
+        local.in_place = True
+        try:
+            yield
+        finally:
+            local.in_place = False
+
+    @contextlib.contextmanager
+    def borrow(self, connections, cancelled=None, wait=True):
+        """A store from ``connections`` (a Connections), or within ``in_place`` this thread's
+        own."""
+        local = self._local
+        if not getattr(local, "in_place", False) or getattr(local, "lent", False):
+            with connections.borrow(cancelled, wait) as store:
+                yield store
+            return
+        store = getattr(local, "store", None)
+        if store is None:
+            store = local.store = KBStore(self.address, timeout=self.timeout)
+            with self._own_lock:
+                self._own.append(store)
+        local.lent = True
+        try:
+            yield store
+        finally:
+            local.lent = False
 
     def reading(self, cancelled=None):
         """A store for reads: a search, a read, a poll, an edit's preview."""
-        return self._reads.borrow(cancelled)
+        return self.borrow(self._reads, cancelled)
 
     @contextlib.contextmanager
     def writing(self, kb_id, granted, cancelled=None, wait=True):
@@ -143,7 +185,7 @@ class StorePool:
                 if time.monotonic() - started > self.timeout:
                     raise self._busy(kb_id, None)
             try:
-                with self._writes.borrow(cancelled, wait) as store:
+                with self.borrow(self._writes, cancelled, wait) as store:
                     if wait:
                         yield store
                     else:
@@ -169,9 +211,13 @@ class StorePool:
             % (_shown(kb_id), why), retryable=True)
 
     def close(self):
-        """Close every idle connection."""
+        """Close every idle connection, and the threads' own."""
         self._reads.close()
         self._writes.close()
+        with self._own_lock:
+            own, self._own = self._own, []
+        for store in own:
+            store.close()
 
 
 def _shown(kb_id):

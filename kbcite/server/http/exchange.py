@@ -143,10 +143,12 @@ class Exchange:
         stream = Stream(asyncio.get_running_loop(), self.send, lambda: app.guards.cors(req))
         if routed is not None and principal is None:
             if app.serves_in_place(routed):
-                return self._message(body, parsed, None, stream, None)  # quick: never watched
+                with app.pool.in_place():
+                    return self._message(body, parsed, None, stream, None)  # never watched
             if app.tries_in_place(routed):
                 try:
-                    return self._message(body, parsed, None, stream, None, no_wait=True)
+                    with app.pool.in_place():
+                        return self._message(body, parsed, None, stream, None, no_wait=True)
                 except WouldWait:
                     pass  # nothing was written: on a thread it may wait
         watch = watcher = None
@@ -196,7 +198,7 @@ class Exchange:
             message, problem, routed = parsed
         session_id = req.header(b"mcp-session-id")
         session = None
-        with app.auth.connections.borrow() as store:
+        with app.pool.borrow(app.auth.connections) as store:
             if principal is None:
                 principal = app.auth.authenticate(req, store, routed)
             if routed is not None:
