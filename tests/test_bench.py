@@ -203,3 +203,23 @@ def test_server_hops_counts_one_route_and_one_protocol_call_a_search_in_each_era
         assert figures["depth"] > 0, era
     table = server_hops["render"]([("here", found)])
     assert "| here | 2026-07-28 | %d |" % found["2026-07-28"]["before_store"] in table
+
+
+def test_store_mix_times_each_tool_of_both_trees_on_the_same_calls(monkeypatch):
+    # Small sizes: the smoke test checks that both sides make the planned calls and that the
+    # table says so, not the figures.
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    store_mix = runpy.run_path(str(ROOT / "bench" / "store_mix.py"))
+    rows = store_mix["corpus"].articles(store_mix["random"].Random(1), 30)
+    steps = store_mix["plan"](60, [title for title, _ in rows])
+    kinds = [kind for kind, _, _ in steps]
+    assert len(steps) + kinds.count("edit") >= 60 and {"search", "read"} <= set(kinds)
+    runs = store_mix["measure"]("HEAD", 30, 60, 1)
+    for label in ("new", "old"):
+        (spent,) = runs[label]
+        # Every planned call was made and timed: an edit is its read and itself.
+        assert sum(calls for _, calls in spent.values()) == len(steps) + kinds.count("edit")
+        assert spent["search_knowledge_base"][1] == kinds.count("search")
+        assert all(seconds > 0 for seconds, _ in spent.values())
+    table = store_mix["render"](runs, "HEAD")
+    assert "| a call of the mix |" in table and "| edit_knowledge_article |" in table
