@@ -809,6 +809,15 @@ def test_written_docs_keep_the_most_recent_articles():
     assert written.get(7, 3, ("T", "a b"), row) == (doc, {"t": 0, "a": 1, "b": 2})
     assert written.get(7, 3, ("T", "a c"), row) is None  # another text: forgotten
     assert written.get(7, 2, ("T", "a b"), dict(row, body=b"other")) is None
+    # And their texts within the characters allowed: the oldest go, a text too long stays out.
+    written = WrittenDocs(size=8, chars=10)
+    for pk in (1, 2, 3):
+        written.put(7, pk, ("T", "a b"), doc, {"t": 0, "a": 1, "b": 2}, b"body")
+    assert [written.get(7, pk, ("T", "a b"), row) is not None for pk in (1, 2, 3)] == \
+        [False, True, True]
+    written.put(7, 4, ("T", "a b c d e f"), doc, {}, b"body")
+    assert written.get(7, 4, ("T", "a b c d e f"), row) is None
+    assert written.get(7, 3, ("T", "a b"), row) is not None
 
 
 def test_a_store_whose_index_keeps_columns_answers_the_same(tmp_path, monkeypatch):

@@ -20,26 +20,35 @@ same either way; every term whose count changes is looked up.
 import collections
 
 # Articles remembered per connection: the few an agent or a team is working on. Each entry
-# holds an article's text and its tokens (tens of kilobytes for a long one).
+# holds an article's text and its tokens, some ten times the text's size in all: the texts of
+# the entries together are kept under TEXT_CHARS (a megabyte article is not remembered).
 ENTRIES = 64
+TEXT_CHARS = 512 * 1024
 
 
 class WrittenDocs:
-    """The last ``ENTRIES`` search rows this connection wrote: for each article, the text it
-    was made from, the SearchDoc, its terms' IDs and the body's bytes."""
+    """The last ``size`` search rows this connection wrote (their texts within ``chars``
+    characters in all): for each article, the text it was made from, the SearchDoc, its
+    terms' IDs and the body's bytes."""
 
-    def __init__(self, size=ENTRIES):
+    def __init__(self, size=ENTRIES, chars=TEXT_CHARS):
         self.size = size
+        self.chars = chars
         self._entries = collections.OrderedDict()
+        self._held = 0  # the characters of the entries' texts
 
     def put(self, kb_pk, pk, text, doc, ids, body):
         """Remember what was written for article ``pk``: its ``(title, content)``, SearchDoc,
         ``{term: ID}`` of the doc's terms, and the stored body's bytes."""
-        key = (kb_pk, pk)
-        self._entries[key] = (tuple(text), doc, ids, body)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        self.forget(kb_pk, pk)
+        size = len(text[0]) + len(text[1])
+        if size > self.chars:
+            return
+        self._entries[(kb_pk, pk)] = (tuple(text), doc, ids, body)
+        self._held += size
+        while len(self._entries) > self.size or self._held > self.chars:
+            _, (was, _, _, _) = self._entries.popitem(last=False)
+            self._held -= len(was[0]) + len(was[1])
 
     def get(self, kb_pk, pk, text, stored):
         """``(SearchDoc, {term: ID})`` of article ``pk``'s text ``(title, content)`` where the
@@ -54,9 +63,11 @@ class WrittenDocs:
                 and doc.body_len == stored["body_len"]
                 and doc.title_text == stored["title_terms"] and body == bytes(stored["body"])):
             return doc, ids
-        del self._entries[key]
+        self.forget(kb_pk, pk)
         return None
 
     def forget(self, kb_pk, pk):
-        """Drop article ``pk``'s entry (its row was removed from the index)."""
-        self._entries.pop((kb_pk, pk), None)
+        """Drop article ``pk``'s entry (its row changed, or left the index)."""
+        entry = self._entries.pop((kb_pk, pk), None)
+        if entry is not None:
+            self._held -= len(entry[0][0]) + len(entry[0][1])
