@@ -91,6 +91,17 @@ def read(article_id):
             "arguments": {"knowledge_base_id": "support", "article_id": article_id}}
 
 
+async def read_then_edit(app, content, key):
+    """Read the billing article, then edit it with the version read; the edit succeeds."""
+    _, reply, _ = await post(app, "tools/call", read(app.made.billing))
+    version = reply["result"]["structuredContent"]["updated_at"]
+    status, reply, _ = await post(app, "tools/call", {
+        "name": "edit_knowledge_article", "arguments": {
+            "knowledge_base_id": "support", "article_id": app.made.billing, "content": content,
+            "expected_version": version, "idempotency_key": key}})
+    assert status == 200 and not reply["result"].get("isError"), reply
+
+
 def test_a_store_file_reads_without_waiting_so_the_app_may_serve_in_place(app):
     with kbcite.KBStore(str(app.made.path)) as store:
         assert "local_reads" in store.capabilities
@@ -111,14 +122,7 @@ def test_a_quick_read_alone_is_served_on_the_event_loop(app):
 
 def test_an_edit_alone_is_served_on_the_loop_and_a_handshake_session_on_threads(app):
     async def calls():
-        status, reply, _ = await post(app, "tools/call", read(app.made.billing))
-        version = reply["result"]["structuredContent"]["updated_at"]
-        status, reply, _ = await post(app, "tools/call", {
-            "name": "edit_knowledge_article", "arguments": {
-                "knowledge_base_id": "support", "article_id": app.made.billing,
-                "content": "Invoices are emailed on the second.", "expected_version": version,
-                "idempotency_key": "inplace-1"}})
-        assert status == 200 and not reply["result"].get("isError"), reply
+        await read_then_edit(app, "Invoices are emailed on the second.", "inplace-1")
         status, reply, headers = await post(app, "initialize", {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "t", "version": "1"}}, modern=False)
@@ -152,14 +156,7 @@ def test_the_loop_checks_tokens_reads_and_edits_on_one_connection_of_its_own(app
     monkeypatch.setattr(kbcite.tokens.Tokens, "principal", recorded_check)
 
     async def calls():
-        _, reply, _ = await post(app, "tools/call", read(app.made.billing))
-        version = reply["result"]["structuredContent"]["updated_at"]
-        status, reply, _ = await post(app, "tools/call", {
-            "name": "edit_knowledge_article", "arguments": {
-                "knowledge_base_id": "support", "article_id": app.made.billing,
-                "content": "Invoices are emailed on the third.", "expected_version": version,
-                "idempotency_key": "own-1"}})
-        assert status == 200 and not reply["result"].get("isError"), reply
+        await read_then_edit(app, "Invoices are emailed on the third.", "own-1")
         await post(app, "tools/call", read(app.made.billing), request_id=2)
         app.local_reads = False  # now on a thread, from the pools
         await post(app, "tools/call", read(app.made.billing), request_id=3)
