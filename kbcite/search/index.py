@@ -41,7 +41,7 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None,
         db.index_remove(kb["pk"], pk, old)
         db.search_doc_delete(kb["pk"], pk, old)
     elif new is not None:
-        db.search_docs_put(kb["pk"], [(pk, new)], ids)
+        db.search_docs_put(kb["pk"], [(pk, new)], [body])
         db.index_add(kb["pk"], [(pk, new)])
     db.term_counts_add(kb["pk"], presence_delta(old, new))
     db.kb_add_published(
@@ -118,7 +118,7 @@ def index_new(db, kb, docs, semantic=None, texts=()):
     totals = presence_totals(doc for _, doc in docs)
     # The terms most articles hold get the smallest IDs: the fewest bytes where most stored.
     ids = db.term_ids(kb["pk"], sorted(totals, key=lambda term: (-sum(totals[term]), term)))
-    db.search_docs_put(kb["pk"], docs, ids)
+    db.search_docs_put(kb["pk"], docs, [doc.body_bytes(ids) for _, doc in docs])
     db.index_add(kb["pk"], docs)
     db.term_counts_add(kb["pk"], totals)
     db.kb_add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),

@@ -25,16 +25,16 @@ class SearchSQL:
         return self.execute("SELECT %s FROM search_docs WHERE pk IN (%s)"
                             % (", ".join(SEARCH_DOC_COLUMNS), marks), list(pks)).fetchall()
 
-    def search_docs_put(self, kb_pk, items, ids):
-        """Store published articles' tokens: ``(pk, SearchDoc)`` items, their terms' IDs in
-        ``ids`` (with ``index_add``)."""
+    def search_docs_put(self, kb_pk, items, bodies):
+        """Store published articles' tokens: ``(pk, SearchDoc)`` items, and in the same order
+        their bodies' counts encoded (``SearchDoc.body_bytes``) (with ``index_add``)."""
         extra = self.search_doc_extra
         self.execute_many(
             "INSERT INTO search_docs (pk, kb_pk, title_terms, title_len, body, body_len%s) "
             "VALUES (?, ?, ?, ?, ?, ?%s)" % ("".join(", " + c for c, _ in extra),
                                              "".join(", " + m for _, m in extra)),
-            [(pk, kb_pk, doc.title_text, doc.title_len, doc.body_bytes(ids), doc.body_len)
-             + self._search_doc_extra(kb_pk, doc) for pk, doc in items])
+            [(pk, kb_pk, doc.title_text, doc.title_len, body, doc.body_len)
+             + self._search_doc_extra(kb_pk, doc) for (pk, doc), body in zip(items, bodies)])
         self._title_terms_put(kb_pk, items)
 
     def search_doc_delete(self, kb_pk, pk, doc):
