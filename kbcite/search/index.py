@@ -17,17 +17,15 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None,
     connection's WrittenDocs, where it keeps one (what it last wrote of the article answers
     for the text before, and for the IDs of the terms the edit leaves as they were)."""
     new = SearchDoc.of(title, content) if published else None
-    old = stored = known = None
+    old = stored = ids = None
     if was_published:
         stored = _stored_row(db, kb, pk)
-        if written is not None and was is not None:
-            known = written.get(kb["pk"], pk, was, stored)
-    if known is not None:
-        old, ids = _ids_after(db, kb, known, new)
-        if ids is None:  # a looked-up ID is not the one remembered: look them all up
-            written.forget(kb["pk"], pk)
-            known = None
-    if known is None:
+        known = None if written is None or was is None else written.get(kb["pk"], pk, was, stored)
+        if known is not None:
+            old, ids = _ids_after(db, kb, known, new)
+            if ids is None:  # a looked-up ID is not the one remembered: look them all up
+                written.forget(kb["pk"], pk)
+    if ids is None:
         ids = db.term_ids(kb["pk"], sorted(new.terms())) if new is not None else {}
         if was_published:
             old = made_again(stored, was, ids, db, kb) if was is not None else None

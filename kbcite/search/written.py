@@ -47,8 +47,7 @@ class WrittenDocs:
         self._entries[(kb_pk, pk)] = (tuple(text), doc, ids, body)
         self._held += size
         while len(self._entries) > self.size or self._held > self.chars:
-            _, (was, _, _, _) = self._entries.popitem(last=False)
-            self._held -= len(was[0]) + len(was[1])
+            self.forget(*next(iter(self._entries)))  # the oldest
 
     def get(self, kb_pk, pk, text, stored):
         """``(SearchDoc, {term: ID})`` of article ``pk``'s text ``(title, content)`` where the
