@@ -146,20 +146,20 @@ class Tokens:
         digest = token_digest(token)
         version = db.data_version() if "data_version" in db.capabilities else None
         found = self._found.get(digest)
-        if found is not None and version is not None and found[0] == version:
-            return dict(found[1], grants=list(found[1]["grants"]))
-        with db.read():
-            row = db.token_by_hash(digest)
-        if row is None:
-            self._found.pop(digest, None)
-            return None
-        principal = {"name": row["name"], "grants": json.loads(row["grants"]),
-                     "writes": row["writes"], "review": bool(row["review"])}
-        if version is not None:
-            if len(self._found) >= TOKENS_KEPT:
-                self._found.clear()
-            self._found[digest] = (version, principal)
-        return dict(principal, grants=list(principal["grants"]))
+        if found is None or version is None or found[0] != version:
+            with db.read():
+                row = db.token_by_hash(digest)
+            if row is None:
+                self._found.pop(digest, None)
+                return None
+            found = (version, {"name": row["name"], "grants": json.loads(row["grants"]),
+                               "writes": row["writes"], "review": bool(row["review"])})
+            if version is not None:
+                if len(self._found) >= TOKENS_KEPT:
+                    self._found.clear()
+                self._found[digest] = found
+        principal = found[1]
+        return dict(principal, grants=list(principal["grants"]))  # the caller's own copy
 
     def refusal(self, token):
         """Why ``principal`` refused a token, in words for the server's log (never the token)."""
