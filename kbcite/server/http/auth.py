@@ -18,7 +18,8 @@ from .request import (AUTHENTICATED, MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Ref
                       refusal, unavailable)
 
 # Token checks have connections of their own: a request is authenticated even while every tool
-# connection is busy.
+# connection is busy. (One served on the event loop checks it on the loop's own connection,
+# with its reads and its edit: ``StorePool.in_place``.)
 AUTH_CONNECTIONS = 4
 
 # The prefix of the store's own tokens; any other bearer token is the issuer's to judge.
