@@ -152,9 +152,10 @@ def main(argv=None):
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    for name in ("articles", "calls", "rounds"):
-        if getattr(args, name) < (HOT if name == "articles" else 1):
-            parser.error("argument --%s: at least %d" % (name, HOT if name == "articles" else 1))
+    # Edits go to the first HOT articles.
+    for name, least in (("articles", HOT), ("calls", 1), ("rounds", 1)):
+        if getattr(args, name) < least:
+            parser.error("argument --%s: at least %d" % (name, least))
     runs = measure(args.against, args.articles, args.calls, args.rounds)
     print("%d calls of the mix on %d articles, %d rounds, load %s\n" % (
         args.calls, args.articles, args.rounds, common.load()))
