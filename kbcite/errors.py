@@ -93,6 +93,13 @@ class PermissionDenied(ToolError):
     code = "permission_denied"
 
 
+class CallCancelled(ToolError):
+    """The call was cancelled (``interrupt``) before it committed: its transaction was rolled
+    back, nothing was written."""
+
+    code = "cancelled"
+
+
 class WouldWait(Exception):
     """Not an error a caller sees: a call begun with waits turned off (``Engine.waits``) met
     a lock it would have waited for, before it wrote anything; its server runs it again

@@ -23,7 +23,10 @@ that engine does it best:
   the index holds, for the audit.
 - ``events_notify(kb_pk, sequence)``: inside ``write()``, watchers hear of it at commit.
 - ``store_error(exc)``: the ToolError for one of the driver's exceptions, or ``None``.
-- ``interrupt()``, ``clear_interrupt()``: from another thread, end the running call.
+- ``interrupt()``, ``clear_interrupt()``: from another thread, end the running call; a write
+  that was interrupted never commits: the interruption is looked at once the write holds its
+  lock and again just before its commit (``stop_if_interrupted``), and the call ends in
+  ``CallCancelled``, rolled back.
 - ``waits``: whether ``write()`` waits for the lock; where ``local_reads``, False makes a held
   lock raise ``WouldWait`` at once.
 - ``upgrade_schema()``, ``integrity_problems()``, ``dump()``, ``foreign_keys(on)``, ``close()``.
@@ -39,6 +42,9 @@ differ only in how SQL is spelled, the difference is data (``placeholder``, ``ar
 
 import contextlib
 import re
+import threading
+
+from ..errors import CallCancelled
 
 # What an engine may offer beyond the primitives: ``listen``, a connection that wakes at the
 # commits that wrote events (``change_waiter``); ``image``, the whole store copied to bytes
@@ -79,6 +85,9 @@ class Engine:
     # ``local_reads`` also honours False: a write that finds the lock held raises WouldWait at
     # once, before it writes anything, so a server may try an edit where it stands.
     waits = True
+    # Set by ``interrupt`` (from another thread), cleared by ``clear_interrupt``: each engine
+    # makes its own ``threading.Event`` when it connects.
+    interrupted: threading.Event
 
     # -- the connection and its transactions -----------------------------------------------------
 
@@ -129,11 +138,26 @@ class Engine:
         that rebuilds a table)."""
 
     def interrupt(self):
-        """From another thread: stop the call running on this connection, if it can be; a
-        wait for another writer ends, and the transaction rolls back."""
+        """From another thread: stop the call running on this connection; a wait for another
+        writer ends, and a write transaction rolls back instead of committing."""
+        self.interrupted.set()
+        self._stop_statement()
 
     def clear_interrupt(self):
         """Ready the connection for a new call after an ``interrupt``."""
+        self.interrupted.clear()
+
+    def _stop_statement(self):
+        """From another thread: end the statement running now, a wait for a lock included."""
+
+    def stop_if_interrupted(self):
+        """Inside a write, once it holds its lock and just before it commits: ``CallCancelled``
+        (the transaction then rolls back) if the call was interrupted meanwhile. A cancel that
+        comes while a write waits for its lock, or after the lock is taken, so never commits;
+        one that comes later is too late, and the caller is told what was written."""
+        if self.interrupted.is_set():
+            raise CallCancelled("the call was cancelled before it was written: its transaction "
+                                "was rolled back and nothing was written")
 
     def store_error(self, exc):
         """The ToolError for a driver exception (busy, damaged, failed), or None when it is
@@ -244,14 +268,24 @@ class Engine:
         return [tuple(row.values()) if isinstance(row, dict) else tuple(row)
                 for row in self.execute(sql, params).fetchall()]
 
+    def first(self, sql, params=()):
+        """The first row of a query as the driver gives it, or None; the statement is closed
+        at once, never left running (SQLite keeps one that is not finished active, and an
+        ``interrupt`` then stops every statement after it, not only that one)."""
+        cursor = self.execute(sql, params)
+        try:
+            return cursor.fetchone()
+        finally:
+            cursor.close()
+
     def row(self, sql, params=()):
         """The first row of a query as a dict, or None."""
-        found = self.execute(sql, params).fetchone()
+        found = self.first(sql, params)
         return None if found is None else dict(found)
 
     def value(self, sql, params=()):
         """The first column of the first row, or None."""
-        found = self.execute(sql, params).fetchone()
+        found = self.first(sql, params)
         if found is None:
             return None
         return next(iter(found.values())) if isinstance(found, dict) else found[0]

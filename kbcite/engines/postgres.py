@@ -37,8 +37,9 @@ visits another's.
 
 import contextlib
 import re
+import threading
 
-from ..errors import NotAStore, StoreFailed
+from ..errors import CallCancelled, NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .contract import Engine, spelled_for
 from .errors import busy_error, check_version, damaged_error, failed_error, standby_error
@@ -81,6 +82,7 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
                             path=_safe(address))
         self.address = address
         self.timeout = timeout
+        self.interrupted = threading.Event()
         self._sql = {}
         self._conn = None
         self._channel_name = None
@@ -157,13 +159,15 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
             return cursor.fetchall()
 
     @contextlib.contextmanager
-    def _transaction(self, begin):
+    def _transaction(self, begin, writing=False):
         if self._conn.closed or self._conn.broken:
             self._connect()
         try:
             self._conn.execute(begin)
             try:
                 yield self
+                if writing:
+                    self.stop_if_interrupted()  # cancelled while it wrote: never committed
                 self._conn.execute("COMMIT")
             except BaseException:
                 if not (self._conn.closed or self._conn.broken):
@@ -171,6 +175,9 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
                         self._conn.execute("ROLLBACK")
                 raise
         except psycopg.Error as exc:
+            if writing and self.interrupted.is_set():  # the statement the cancel stopped
+                raise CallCancelled("the call was cancelled: its transaction was rolled back "
+                                    "and nothing was written") from exc
             error = self.store_error(exc)
             if error is None:
                 raise  # a bug in a statement, not the database's fault: the store reports it
@@ -182,9 +189,9 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
 
     def write(self):
         """READ COMMITTED; ``lock_kb`` then serialises the writers of one knowledge base."""
-        return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED")
+        return self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", writing=True)
 
-    def interrupt(self):
+    def _stop_statement(self):
         """Cancel the statement running on this connection (a lock wait included): the
         transaction fails and rolls back."""
         with contextlib.suppress(Exception):
@@ -192,9 +199,12 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
             cancel()
 
     def lock_kb(self, kb_id):
-        """The knowledge base row, locked (FOR UPDATE) until the transaction ends."""
-        return self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ? FOR UPDATE"
-                        % KB_COLUMNS, (kb_id,))
+        """The knowledge base row, locked (FOR UPDATE) until the transaction ends; a call
+        cancelled while it waited stops here."""
+        row = self.row("SELECT %s FROM knowledge_bases WHERE kb_id = ? FOR UPDATE"
+                       % KB_COLUMNS, (kb_id,))
+        self.stop_if_interrupted()
+        return row
 
     def versions_at(self, pairs):
         """``{(article_pk, version_us): row}``: the pairs as two arrays, one statement."""

@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.request
 
-from ..errors import NotAStore, StoreFailed, WouldWait
+from ..errors import CallCancelled, NotAStore, StoreFailed, WouldWait
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .contract import Engine
 from .errors import busy_error, check_version, damaged_error, failed_error, read_only_error
@@ -104,7 +104,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         self.path = sqlite_path(str(address))
         self.timeout = timeout
-        self._interrupted = threading.Event()
+        self.interrupted = threading.Event()
         self.memory = self.path == ":memory:" or self.path.startswith("file::memory:")
         # Why this process cannot write the file (a read-only file, folder or filesystem), or
         # None: such a store opens for reading, and a write says so plainly.
@@ -174,8 +174,8 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     def _header(self):
         """``(application_id, user_version, table names)``, read without a lock."""
         try:
-            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            app_id = self._pragma("application_id")
+            version = self._pragma("user_version")
             tables = {row[0] for row in self._conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
@@ -218,7 +218,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
 
     def upgrade_schema(self):
         """Inside ``write()``: migrate the schema; returns the knowledge-base pks to re-index."""
-        found = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        found = self._pragma("user_version")
         for version in range(found, SCHEMA_VERSION):
             for statement in MIGRATIONS[version]:
                 if statement.strip():
@@ -254,7 +254,11 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     def data_version(self):
         """``PRAGMA data_version`` (which moves at other connections' commits, in any process)
         with this connection's own ``total_changes``."""
-        return self._conn.execute("PRAGMA data_version").fetchone()[0], self._conn.total_changes
+        return self._pragma("data_version"), self._conn.total_changes
+
+    def _pragma(self, name):
+        """A pragma's (first) value, its statement finished (``first``)."""
+        return self._conn.execute("PRAGMA " + name).fetchall()[0][0]
 
     def execute(self, sql, params=()):
         """Run one statement on the connection."""
@@ -274,13 +278,18 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     @contextlib.contextmanager
     def _transaction(self, mode):
         conn = self._conn
+        writing = mode == "IMMEDIATE"
         try:
-            if mode == "IMMEDIATE":
+            if writing:
                 self._begin_immediate()
             else:
                 conn.execute("BEGIN " + mode)
             try:
+                if writing:
+                    self.stop_if_interrupted()  # cancelled while it waited for the lock
                 yield self
+                if writing:
+                    self.stop_if_interrupted()  # cancelled while it wrote: never committed
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -290,6 +299,9 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         except sqlite3.ProgrammingError:
             raise  # a closed store, a misuse: the caller's bug, not the database's
         except sqlite3.Error as exc:
+            if self.interrupted.is_set():  # a statement the interruption stopped
+                raise CallCancelled("the call was cancelled: its transaction was rolled back "
+                                    "and nothing was written") from exc
             raise self.store_error(exc) from exc
 
     def _begin_immediate(self):
@@ -301,9 +313,9 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         conn.execute("PRAGMA busy_timeout = %d" % (WAIT_SLICE_MS if self.waits else 0))
         try:
             while True:
-                if self._interrupted.is_set():
-                    raise sqlite3.OperationalError("interrupted while waiting for the write "
-                                                   "lock: the call was cancelled")
+                if self.interrupted.is_set():
+                    raise CallCancelled("the call was cancelled while it waited for the "
+                                        "write lock: nothing was written")
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                     return
@@ -318,14 +330,13 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
         finally:
             conn.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
 
-    def interrupt(self):
-        """Stop this connection's call: a wait for the write lock ends (nothing written)."""
-        self._interrupted.set()
-        self._conn.interrupt()
-
-    def clear_interrupt(self):
-        """Ready the connection for a new call."""
-        self._interrupted.clear()
+    def _stop_statement(self):
+        """Nothing: SQLite's own interrupt is never used. It stops every statement of the
+        connection until none is left running, and FTS5 keeps one of its own open between
+        statements (its blob reader), so one interrupt would fail every later call on the
+        connection. A wait for the write lock looks at ``interrupted`` at each slice
+        (``WAIT_SLICE_MS``), and a write looks at it once it holds the lock and before its
+        commit; a read waits for nothing and does bounded work."""
 
     def read(self):
         """``BEGIN DEFERRED``: one snapshot (WAL), no write lock."""
@@ -344,7 +355,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
 
     def new_text_pks(self, count):
         """The next ``count`` pks after the largest: the file's write lock makes them ours."""
-        top = self._conn.execute("SELECT coalesce(max(pk), 0) FROM texts").fetchone()[0]
+        top = self.value("SELECT coalesce(max(pk), 0) FROM texts")
         return list(range(top + 1, top + 1 + count))
 
     def foreign_keys(self, enabled):
@@ -371,7 +382,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
     def integrity_problems(self):
         """``PRAGMA integrity_check`` and FTS5's own check of every index."""
         problems = []
-        check = self._conn.execute("PRAGMA integrity_check").fetchone()[0]
+        check = self._pragma("integrity_check")
         if check != "ok":
             problems.append("integrity_check: %s" % check)
         if not self.read_only:  # FTS5's own check writes to run; the audit's others still do

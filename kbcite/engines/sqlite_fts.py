@@ -135,8 +135,8 @@ class FTS5Index:
         # The module steps a statement that returns no rows once, and each step of
         # incremental_vacuum frees one page: one statement a free page. A store made before
         # auto_vacuum was set keeps its free pages (the pragma frees nothing there).
-        free = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
-        if self._conn.execute("PRAGMA auto_vacuum").fetchone()[0] == INCREMENTAL:
+        free = self._conn.execute("PRAGMA freelist_count").fetchall()[0][0]
+        if self._conn.execute("PRAGMA auto_vacuum").fetchall()[0][0] == INCREMENTAL:
             for _ in range(free):
                 self._conn.execute("PRAGMA incremental_vacuum")
 

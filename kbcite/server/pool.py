@@ -68,6 +68,7 @@ class Connections:
                 store = self._idle.get_nowait()
             except queue.Empty:
                 store = KBStore(self.address, timeout=self.timeout)
+            store.clear_interrupt()  # an earlier call's cancellation is not this one's
             try:
                 yield store
             finally:
@@ -152,6 +153,7 @@ class StorePool:
             with self._own_lock:
                 self._own.append(store)
         local.lent = True
+        store.clear_interrupt()
         try:
             yield store
         finally:

@@ -282,6 +282,8 @@ class Protocol:
                 return self.approvals.propose(arguments, ctx)
             return self.with_links(name, tool_result(self._run(name, arguments, ctx)), ctx)
         except ToolError as err:
+            if ctx.call.cancelled.is_set():
+                raise Cancelled() from None  # stopped by the cancel: nothing written, no answer
             # Reported to the model as a result with isError, never as a JSON-RPC error: the
             # spec wants errors that arise in the tool where the model can see and act on them.
             # The store turns every failure of a call (its database's included) into one.
@@ -416,5 +418,12 @@ class Protocol:
                 # server's --actor) is who the history says made what it writes.
                 return store.call_tool(name, arguments, granted=ctx.principal.grants,
                                        actor=ctx.principal.name, issuer=ctx.principal.issuer)
+            except ToolError:
+                # Stopped by the client's cancel (rolled back: nothing written), it has no
+                # response. One that finished first is answered all the same: what it did
+                # is done, and the caller hears it.
+                if call.cancelled.is_set():
+                    raise Cancelled() from None
+                raise
             finally:
                 call.interrupt = None

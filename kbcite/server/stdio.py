@@ -116,7 +116,13 @@ class StdioTransport:
                                       subscriptions=self)
         if outcome.listen is not None:
             self._listen(outcome.listen)
-        elif outcome.response is not None and not call.cancelled.is_set():
+        elif outcome.response is not None:
+            # A call stopped by its cancellation has no response (it wrote nothing); one that
+            # finished before the cancellation reached it is answered, so that the client
+            # learns what was done (the spec lets a receiver ignore a late cancellation).
+            if call.cancelled.is_set():
+                log.info("request %r was cancelled after it finished; its result is sent",
+                         call.request_id)
             self.send(outcome.response)
 
     # -- subscriptions ---------------------------------------------------------------------------
