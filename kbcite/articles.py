@@ -3,14 +3,17 @@
 ``write`` is the compare-and-swap: an article's row changes only if it still holds the version
 (and the visibility) the transaction read, and its new version is strictly later than the
 last (``versions.next_version``); the search index, the event and the version's row in the
-history follow in the same transaction. A person's save, a publish, an unpublish, a revert,
-an import and the agent's edit (``kbcite.edits``) all write through it. ``insert`` creates
-articles, one or a bulk load.
+history follow in the same transaction. A write whose title, text and visibility are the
+current version's (its line breaks aside: ``changes.same_version``) writes nothing at all: no
+version, no event, so no citation turns stale for nothing. A person's save, a publish, an
+unpublish, a revert, an import, a merge, an approved proposal and the agent's edit
+(``kbcite.edits``) all write through it. ``insert`` creates articles, one or a bulk load.
 """
 
 import contextlib
 import hashlib
 import json
+from typing import NamedTuple, Optional
 
 from . import access, changes, events, history
 from .errors import (
@@ -89,12 +92,24 @@ def transaction(db):
         raise
 
 
+class Written(NamedTuple):
+    """What a write did: the article's version after it, the event it wrote (None for a
+    draft's save, or where nothing changed), and whether it made a version at all."""
+
+    updated_at: str
+    event: Optional[dict]
+    changed: bool
+
+
 def write(ctx, kb, row, *, content, title, published, action, actor=None, summary=None,
           text_pk=None, approver=None, issuer=None):
     """Save new text and visibility for one article in the caller's write transaction;
     version, index, event and history follow. ``text_pk`` names a stored text that already
     holds ``content`` (a revert's); ``issuer``, the team issuer that vouched for ``actor``.
-    Returns ``(updated_at, event or None)``."""
+    A write that would change nothing (``changes.same_version``) writes nothing. Returns a
+    ``Written``."""
+    if changes.same_version(row, title, content, published):
+        return Written(row["updated_at"], None, False)
     db = ctx.db
     version_us = next_version(row["version_us"], ctx.now_us())
     updated_at = format_version(version_us)
@@ -120,7 +135,7 @@ def write(ctx, kb, row, *, content, title, published, action, actor=None, summar
                    published=published, title=title, text_pk=text_pk,
                    size=len(content.encode("utf-8")), event=event, actor=actor,
                    summary=summary, approver=approver, issuer=issuer)
-    return updated_at, event
+    return Written(updated_at, event, True)
 
 
 def insert(ctx, kb, items, published, *, action="create", actor=None, issuer=None):
@@ -197,10 +212,10 @@ def check_articles(articles):
 
 
 def save(ctx, kb_id, article_id, *, content=None, title=None, actor=None, summary=None):
-    """A person's save (last writer wins); returns the new ``updated_at``.
+    """A person's save (last writer wins); returns a ``Written``.
 
     Saving a draft keeps it a draft and writes no event; saving a published article
-    writes ``article.updated``.
+    writes ``article.updated``; saving what the article already holds writes nothing.
     """
     if content is None and title is None:
         raise InvalidArgument("nothing to save: give content, title or both",
@@ -216,16 +231,10 @@ def save(ctx, kb_id, article_id, *, content=None, title=None, actor=None, summar
     with transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         row = access.article(db, kb, article_id, published_only=False)
-        updated_at, _ = write(
-            ctx,
-            kb,
-            row,
-            content=row["content"] if content is None else content,
-            title=row["title"] if title is None else title,
-            published=bool(row["published"]),
-            action="save", actor=actor, summary=summary,
-        )
-    return updated_at
+        return write(ctx, kb, row, content=row["content"] if content is None else content,
+                     title=row["title"] if title is None else title,
+                     published=bool(row["published"]), action="save", actor=actor,
+                     summary=summary)
 
 
 def set_published(ctx, kb_id, article_id, published, actor=None):
@@ -236,13 +245,9 @@ def set_published(ctx, kb_id, article_id, published, actor=None):
     with transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
         row = access.article(db, kb, article_id, published_only=False)
-        if bool(row["published"]) == published:
-            return row["updated_at"]
-        updated_at, _ = write(
-            ctx, kb, row, content=row["content"], title=row["title"], published=published,
-            action="publish" if published else "unpublish", actor=actor,
-        )
-    return updated_at
+        return write(ctx, kb, row, content=row["content"], title=row["title"],
+                     published=published, action="publish" if published else "unpublish",
+                     actor=actor).updated_at
 
 
 def _revert_print(kb_id, article_id, to_us, expected_us, actor, summary):
@@ -256,10 +261,11 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
            idempotency_key=None, issuer=None):
     """A new version of an article holding version ``to_version``'s title and content, made
     only if the article is still at ``expected_version`` (a compare-and-swap, one event), its
-    history row's action ``revert``; returns ``(updated_at, event, replayed)``. Its
-    visibility stays as it is. ``idempotency_key``, as an edit's: the same revert sent again
-    answers the first one's result and writes nothing (a double click); another request under
-    it is refused."""
+    history row's action ``revert``; returns ``{updated_at, event, replayed, changed}`` (a
+    revert to what the article already holds changes nothing). Its visibility stays as it
+    is. ``idempotency_key``, as an edit's: the same revert sent again answers the first one's
+    result and writes nothing (a double click); another request under it is refused. The old
+    version must fit today's limits, as an edit's text must."""
     history.check_actor(actor, summary, issuer)
     if idempotency_key is not None:
         check_people_string(idempotency_key, "idempotency_key", KEY_MAX)
@@ -282,22 +288,24 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
                                                                    kb["kb_id"]),
                         argument="idempotency_key", idempotency_key=idempotency_key)
                 first = json.loads(stored["result"])
-                return first["updated_at"], first["event"], True
+                return dict(first, replayed=True, changed=first.get("changed", True))
         if expected_us != row["version_us"]:
             raise conflict_error(db, kb, row, expected_version)
         old, content = history.find(db, kb, row, to_version, argument="to_version",
                                     agents=False)
-        updated_at, event = write(ctx, kb, row, content=content, title=old["title"],
-                                  published=bool(row["published"]), action="revert",
-                                  actor=actor, summary=summary, text_pk=old["text_pk"],
-                                  issuer=issuer)
+        check_content(content, "to_version's content")
+        check_title(old["title"], "to_version's title")
+        written = write(ctx, kb, row, content=content, title=old["title"],
+                        published=bool(row["published"]), action="revert", actor=actor,
+                        summary=summary, text_pk=old["text_pk"], issuer=issuer)
+        result = {"updated_at": written.updated_at, "event": written.event,
+                  "changed": written.changed}
         if idempotency_key is not None:
             now_us = ctx.now_us()
             db.idempotency_put(kb["pk"], idempotency_key, print_,
-                               json.dumps({"updated_at": updated_at, "event": event},
-                                          ensure_ascii=False), now_us,
+                               json.dumps(result, ensure_ascii=False), now_us,
                                now_us - IDEMPOTENCY_TTL_US)
-        return updated_at, event, False
+        return dict(result, replayed=False)
 
 
 def delete(ctx, kb_id, article_id, actor=None, issuer=None):

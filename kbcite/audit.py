@@ -4,14 +4,15 @@ What the database's own check reports; for each knowledge base, a gapless event 
 published article's last event naming its version (a draft's, none but an unpublish), the
 published count, and the search statistics and both indexes matching the published articles.
 The history: each article's last version is the article as it stands, every text a version
-or an article names exists, each version's event is the one the log holds for it, and each
-event since the article's history began has its version. Proposals: every approved one has
+or an article names exists, each version's event is the one the log holds for it, each
+event since the article's history began has its version, and every version is within the
+limits of a text and a title. Proposals: every approved one has
 its version, every one its events (``kbcite.proposals.audit``).
 Each finding is one line naming the knowledge base; none means consistent.
 """
 
-from . import proposals
-from .limits import EVENT_DELETED, EVENT_UNPUBLISHED, PROPOSAL_EVENTS
+from . import proposals, validation
+from .limits import EVENT_DELETED, EVENT_UNPUBLISHED, PROPOSAL_EVENTS, TITLE_MAX
 from .search.ranking import SearchDoc, presence_totals
 
 
@@ -30,11 +31,13 @@ def audit_history(db, kb):
     name, problems = kb["kb_id"], []
     versions, articles, texts, events = db.audit_history(kb["pk"])
     last = {}
+    ids = {a["pk"]: a["article_id"] for a in articles}
     for version in versions:
         last[version["article_pk"]] = version
         if version["text_pk"] is not None and version["text_pk"] not in texts:
             problems.append("knowledge base %r: version %s names a missing text"
                             % (name, version["updated_at"]))
+        problems += past_limits(name, ids.get(version["article_pk"]), version)
         if version["sequence"] is not None:
             event = events.get(version["sequence"])
             if event is None or (event["type"], event["updated_at"]) != (
@@ -66,6 +69,23 @@ def audit_history(db, kb):
             problems.append("article %r of %r: its last version in the history is not the "
                             "article as it stands" % (article["article_id"], name))
     return problems + proposals.audit(db, kb, versions, events)
+
+
+def past_limits(name, article_id, version):
+    """A version whose text or title is past the limits every write checks (written by a
+    path that did not check them, or under a larger limit): each a line saying what to do."""
+    found = []
+    if version["text_pk"] is not None and version["bytes"] > validation.CONTENT_MAX_BYTES:
+        found.append("article %r of %r: version %s holds %d bytes of text, past the limit of "
+                     "%d; edit the article shorter, then drop the old text with kb history "
+                     "prune" % (article_id, name, version["updated_at"], version["bytes"],
+                                validation.CONTENT_MAX_BYTES))
+    if len(version["title"]) > TITLE_MAX:
+        found.append("article %r of %r: version %s has a title of %d characters, past the "
+                     "limit of %d; give it a shorter one" % (
+                         article_id, name, version["updated_at"], len(version["title"]),
+                         TITLE_MAX))
+    return found
 
 
 def audit_kb(db, kb):

@@ -35,6 +35,19 @@ class Budget:
         self.steps = steps
 
 
+def normalized(text):
+    """Text as every write compares it: line breaks unified (CRLF and CR as LF), blank lines at
+    either end dropped (what reading a file, or a browser's form, does to it)."""
+    return "\n".join(text.splitlines()).strip("\n")
+
+
+def same_version(row, title, content, published):
+    """Whether a write of ``title``, ``content`` and ``published`` over the article ``row``
+    would change nothing an agent or a person could tell: then it makes no version."""
+    return (row["title"] == title and bool(row["published"]) == bool(published)
+            and (row["content"] == content or normalized(row["content"]) == normalized(content)))
+
+
 def paragraphs(text):
     """The paragraphs of ``text``, in order; ``PARAGRAPH_BREAK.join`` gives the text back."""
     return text.split(PARAGRAPH_BREAK)

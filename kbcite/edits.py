@@ -6,14 +6,17 @@ looked up (scoped to the knowledge base, its request fingerprinted, as the IETF
 idempotency-key draft and Stripe do: the same key with another request is refused, the same
 request is replayed with its first result, marked); the version is compared; the article is
 written through ``articles.write`` (the compare-and-swap itself); and the result is recorded
-under the key. Only successful edits are recorded. ``preview`` runs the same checks in a read,
-for an approval prompt.
+under the key. Only successful edits are recorded. An edit whose title and content are the
+current version's (line breaks aside) succeeds without writing: ``changed: false``, the
+current citation, no event, and its key keeps that answer. ``preview`` runs the same checks in
+a read, for an approval prompt, and says whether the edit would change anything.
 """
 
 import hashlib
 import json
 
 from . import access, articles
+from .changes import same_version
 from .errors import IdempotencyKeyReused, VersionConflict
 from .limits import IDEMPOTENCY_TTL_US
 from .tools import citation
@@ -74,27 +77,40 @@ def edit(ctx, args, granted, actor=None, issuer=None):
         kb, row, print_, stored = checks(ctx, args, granted, lock=True)
         if stored is not None:
             return stored
-        title = args.get("title", row["title"])
-        updated_at, event = articles.write(
-            ctx, kb, row, content=args["content"], title=title, published=True,
-            action="edit", actor=actor, summary=args.get("summary"), issuer=issuer,
+        written = articles.write(
+            ctx, kb, row, content=args["content"], title=args.get("title", row["title"]),
+            published=True, action="edit", actor=actor, summary=args.get("summary"),
+            issuer=issuer,
         )
-        kb_id = kb["kb_id"]
-        result = {
-            "knowledge_base_id": kb_id,
-            "article_id": row["article_id"],
-            "title": title,
-            "updated_at": updated_at,
-            "previous_version": row["updated_at"],
-            "citation": citation(kb_id, row["article_id"], updated_at),
-            "event": event,
-            "replayed": False,
-        }
-        now_us = ctx.now_us()
-        db.idempotency_put(kb["pk"], args["idempotency_key"], print_,
-                           json.dumps(result, ensure_ascii=False), now_us,
-                           now_us - IDEMPOTENCY_TTL_US)
+        return record(ctx, kb, row, args, print_, written)
+
+
+def record(ctx, kb, row, args, print_, written):
+    """The edit's result for what ``written`` did to ``row``, kept under its key (in the
+    caller's transaction): a later call with the key gets it back, marked a replay."""
+    db = ctx.db
+    kb_id = kb["kb_id"]
+    result = {
+        "knowledge_base_id": kb_id,
+        "article_id": row["article_id"],
+        "title": args.get("title", row["title"]),
+        "updated_at": written.updated_at,
+        "previous_version": row["updated_at"],
+        "citation": citation(kb_id, row["article_id"], written.updated_at),
+        "event": written.event,
+        "replayed": False,
+        "changed": written.changed,
+    }
+    now_us = ctx.now_us()
+    db.idempotency_put(kb["pk"], args["idempotency_key"], print_,
+                       json.dumps(result, ensure_ascii=False), now_us,
+                       now_us - IDEMPOTENCY_TTL_US)
     return result
+
+
+def unchanged(row, args):
+    """Whether an edit with ``args`` of the article ``row`` would change nothing."""
+    return same_version(row, args.get("title", row["title"]), args["content"], True)
 
 
 def preview(ctx, args, granted):
@@ -109,6 +125,7 @@ def preview(ctx, args, granted):
         return {"replay": True, "result": stored}
     return {
         "replay": False,
+        "unchanged": unchanged(row, args),
         "knowledge_base_id": kb["kb_id"],
         "article_id": row["article_id"],
         "title": row["title"],

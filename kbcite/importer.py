@@ -15,6 +15,7 @@ imports made, needs ``yes``.
 import collections
 
 from . import access, articles
+from .changes import normalized
 from .errors import InvalidArgument
 from .folder import bad_files_error, read_folder
 from .limits import SYNC_ACTIONS
@@ -24,12 +25,6 @@ from .validation import check_new_article, check_source
 IMPORT_ACTOR = "import"
 # The actions that write nothing, so the progress of writing leaves them out.
 QUIET_ACTIONS = frozenset(("unchanged", "conflict", "orphan"))
-
-
-def normalized(text):
-    """Text as an import compares it: line breaks unified, blank lines at either end dropped
-    (what reading a file does to it)."""
-    return "\n".join(text.splitlines()).strip("\n")
 
 
 def import_directory(ctx, kb_id, directory, *, prune=False, force=False, dry_run=False,

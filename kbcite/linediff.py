@@ -246,12 +246,15 @@ def _changes(base, text):
 
 def merge(base, mine, theirs):
     """``mine``'s changes to ``base`` re-applied onto ``theirs`` (a later version of it), or
-    None where the two changed the same lines or lines next to each other (a conflict)."""
+    None where the two changed the same lines or lines next to each other (a conflict); a
+    change both made alike is made once (as git merges it)."""
     if mine == base:
         return theirs
     ending = not (mine.endswith("\n") or theirs.endswith("\n"))
     base, mine, theirs = _terminated(base), _terminated(mine), _terminated(theirs)
     ours, others = _changes(base, mine), _changes(base, theirs)
+    alike = {(start, end, tuple(lines)) for start, end, lines in others}
+    ours = [change for change in ours if (change[0], change[1], tuple(change[2])) not in alike]
     every = sorted([(start, end, lines, 0) for start, end, lines in ours] +
                    [(start, end, lines, 1) for start, end, lines in others])
     for (s1, e1, _, who1), (s2, e2, _, who2) in zip(every, every[1:]):

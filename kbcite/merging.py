@@ -83,7 +83,7 @@ def write(ctx, kb_id, article_id, *, title, content, expected_version, actor=Non
             raise articles.conflict_error(db, kb, row, expected_version)
         return articles.write(ctx, kb, row, content=content, title=title,
                               published=bool(row["published"]), action="edit", actor=actor,
-                              summary=summary)
+                              summary=summary)[:2]
 
 
 def mark_imported(ctx, kb_id, article_id, version):

@@ -12,9 +12,12 @@ are polled like every other, so the agent learns the outcome.
 
 from datetime import timedelta
 
-from . import access, articles, events, history
+from . import access, articles, edits, events, history
 from .edits import fingerprint
-from .errors import IdempotencyKeyReused, InvalidArgument, NotFound, VersionConflict
+from .errors import (
+    IdempotencyKeyReused, InvalidArgument, NotFound, VersionConflict, VersionNotFound,
+    VersionPruned,
+)
 from .limits import ID_MAX, SUMMARY_MAX
 from .linediff import merge
 from .tools import citation
@@ -59,13 +62,15 @@ def _result(kb_id, row, event, replayed):
 
 
 def propose(ctx, args, granted, actor=None, issuer=None):
-    """An edit kept as a proposal, checked as the edit would be; returns the tool's result."""
+    """An edit kept as a proposal, checked as the edit would be; returns the tool's result.
+    An edit that would change nothing is no proposal: it is answered as the edit tool answers
+    it (``changed: false``, its key kept), with nothing for a person to review."""
     db = ctx.db
     check_content(args["content"])
     if "title" in args:
         check_title(args["title"])
     expected_us = parse_version(args["expected_version"])
-    with db.write():
+    with articles.transaction(db):
         kb = access.knowledge_base(db, args["knowledge_base_id"], granted, lock=True)
         print_ = fingerprint(kb["kb_id"], args["article_id"], args["content"],
                              args.get("title"), expected_us, args.get("summary"))
@@ -78,9 +83,13 @@ def propose(ctx, args, granted, actor=None, issuer=None):
                                                                   kb["kb_id"]),
                     argument="idempotency_key", idempotency_key=args["idempotency_key"])
             return _result(kb["kb_id"], stored, _event_of(stored, PENDING), True)
-        row = access.article(db, kb, args["article_id"], published_only=True)
-        if expected_us != row["version_us"]:
-            raise articles.conflict_error(db, kb, row, args["expected_version"])
+        kb, row, print_, replayed = edits.checks(ctx, args, granted, lock=True)
+        if replayed is not None:
+            return replayed  # an edit that changed nothing, sent again
+        if edits.unchanged(row, args):
+            return edits.record(ctx, kb, row, args, print_, articles.write(
+                ctx, kb, row, content=args["content"], title=args.get("title", row["title"]),
+                published=True, action="edit"))
         now_us = ctx.now_us()
         event = events.append(db, kb, [("proposal.created", row["article_id"],
                                         row["updated_at"])])[0]
@@ -218,15 +227,16 @@ def show(ctx, kb_id, number, expire_days=EXPIRE_DAYS_DEFAULT):
         out = dict(_listed(dict(row, current_version=None, current_published=None)),
                    content=row["content"], base=None, current=None)
         article = db.article_by_id(kb["pk"], row["article_id"])
-        if article is not None:
-            out.update(current_version=article["updated_at"], gone=not article["published"],
-                       stale=article["updated_at"] != row["base_version"] or
-                       not article["published"],
+        if article is not None and article["published"]:
+            # What its reviewers may read: the published article, now and at the proposal's
+            # base. An article unpublished (a draft, perhaps, being written in it) or deleted
+            # since is gone: the proposal's own text is all there is to show.
+            out.update(current_version=article["updated_at"], gone=False,
+                       stale=article["updated_at"] != row["base_version"],
                        current={"title": article["title"], "content": article["content"]})
             try:
-                base, content = history.find(db, kb, article, row["base_version"],
-                                             agents=False)
-            except Exception:  # pruned: the review compares with the current text only
+                base, content = history.find(db, kb, article, row["base_version"])
+            except (VersionNotFound, VersionPruned):  # the review compares with now only
                 base = None
             if base is not None:
                 out["base"] = {"title": base["title"], "content": content}
@@ -289,22 +299,28 @@ def approve(ctx, kb_id, number, approver, *, rebase=False, edited=None,
             summary = _edited_summary(summary, note)
         elif rebased:
             content, title = _rebased(db, kb, row, article, rebase)
-        updated_at, event = articles.write(
+        # What a proposal holds was checked when it was made, but what approving writes may
+        # be another text (re-applied onto a version that grew since): checked again, as
+        # the edit tool checks its own.
+        check_content(content, "the approved content")
+        check_title(title, "the approved title")
+        written = articles.write(
             ctx, kb, article, content=content, title=title, published=True, action="edit",
             actor=row["actor"], summary=summary, approver=approver,
             issuer=row["actor_issuer"])
         decided = events.append(db, kb, [("proposal.approved", row["article_id"],
-                                          updated_at)])[0]
+                                          written.updated_at)])[0]
         db.proposal_decide(row["pk"], APPROVED, format_version(ctx.now_us()), approver, note,
-                           updated_at, decided["sequence"])
+                           written.updated_at, decided["sequence"])
     announced = dict(decided, proposal_id=number, decided_by=approver)
     if note:
         announced["reason"] = note
     return {"proposal_id": number, "knowledge_base_id": kb["kb_id"],
-            "article_id": row["article_id"], "version": updated_at,
+            "article_id": row["article_id"], "version": written.updated_at,
             "previous_version": article["updated_at"], "base_version": row["base_version"],
             "rebased": rebased and edited is None, "edited": edited is not None,
-            "actor": row["actor"], "approver": approver, "events": [event, announced]}
+            "changed": written.changed, "actor": row["actor"], "approver": approver,
+            "events": [e for e in (written.event, announced) if e is not None]}
 
 
 def _rebased(db, kb, row, article, rebase):
@@ -324,7 +340,7 @@ def _rebased(db, kb, row, article, rebase):
                        % (kb["kb_id"], row["pk"]))
     try:
         base, base_content = history.find(db, kb, article, row["base_version"], agents=False)
-    except Exception:
+    except (VersionNotFound, VersionPruned):
         raise conflict("its base version's text was pruned, so it cannot be re-applied: "
                        "reject it and ask for the edit again") from None
     content = merge(base_content, row["content"], article["content"])

@@ -322,13 +322,21 @@ class KBStore:
 
     def save_article(self, kb_id, article_id, *, content=None, title=None, actor=None,
                      summary=None):
-        """A person's save (last writer wins); returns the new ``updated_at``.
+        """A person's save (last writer wins); returns the article's ``updated_at`` after it
+        (the one it had, where the save changed nothing: ``save`` says which).
 
         Saving a draft keeps it a draft and writes no event; saving a published article
-        writes ``article.updated``.
+        writes ``article.updated``; saving the title and text it holds writes nothing.
         """
+        return self.save(kb_id, article_id, content=content, title=title, actor=actor,
+                         summary=summary)["updated_at"]
+
+    def save(self, kb_id, article_id, *, content=None, title=None, actor=None, summary=None):
+        """``save_article``, saying what it did: ``{updated_at, event, changed}`` (``changed``
+        False and no event where the article already held that title and text, line breaks
+        aside)."""
         return articles.save(self._ctx, kb_id, article_id, content=content, title=title,
-                             actor=actor, summary=summary)
+                             actor=actor, summary=summary)._asdict()
 
     def publish(self, kb_id, article_id, *, actor=None):
         """Make an article visible to agents; returns its ``updated_at`` (unchanged if it was)."""
@@ -342,11 +350,11 @@ class KBStore:
                summary=None, idempotency_key=None, issuer=None):
         """A new version with ``to_version``'s title and content (action ``revert``), only if
         the article is still at ``expected_version``; returns ``{updated_at, event,
-        replayed}`` (``idempotency_key``: sent again, the first answer, nothing written)."""
-        updated_at, event, replayed = articles.revert(
-            self._ctx, kb_id, article_id, to_version, expected_version, actor=actor,
-            summary=summary, idempotency_key=idempotency_key, issuer=issuer)
-        return {"updated_at": updated_at, "event": event, "replayed": replayed}
+        replayed, changed}`` (``idempotency_key``: sent again, the first answer, nothing
+        written; ``changed`` False where the article already held that version's text)."""
+        return articles.revert(self._ctx, kb_id, article_id, to_version, expected_version,
+                               actor=actor, summary=summary, idempotency_key=idempotency_key,
+                               issuer=issuer)
 
     def prune_history(self, kb_id, keep_days, *, dry_run=False):
         """Drop the texts of versions older than ``keep_days`` days, never an article's

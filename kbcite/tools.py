@@ -118,6 +118,11 @@ SEARCH_HYBRID = ("Ranking is hybrid: the words of the query and its meaning (sem
 # What a hit's match may be.
 MATCHES = ("lexical", "semantic", "both")
 
+# The edit tool's last sentence, after the live description: a write that changes nothing.
+EDIT_UNCHANGED = ("An edit whose title and content equal the current version's (line breaks "
+                  "aside) writes nothing: it answers changed: false with the current citation "
+                  "and no event.")
+
 TOOLS = [
     {
         "name": "search_knowledge_base",
@@ -198,7 +203,7 @@ TOOLS = [
         "name": "edit_knowledge_article",
         "description": (
             "Replace article content and optionally its title. Supply the version from "
-            "read_knowledge_article; concurrent changes are rejected."
+            "read_knowledge_article; concurrent changes are rejected. " + EDIT_UNCHANGED
         ),
         "inputSchema": _object(
             {
@@ -238,8 +243,10 @@ TOOLS = [
                 "updated_at": _UPDATED_AT,
                 "previous_version": _UPDATED_AT,
                 "citation": _CITATION,
-                "event": _EVENT,
+                # None where nothing changed (``changed`` false): no version, no event.
+                "event": dict(_EVENT, type=["object", "null"]),
                 "replayed": {"type": "boolean"},
+                "changed": {"type": "boolean"},
                 # Where a person reviews edits (writes mode review): the edit is kept as a
                 # proposal, the article unchanged; the citation is the version it was made on.
                 "status": {"type": "string", "enum": ["proposed"]},

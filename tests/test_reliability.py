@@ -68,7 +68,18 @@ class Model:
         events.append(event)
         return event
 
+    @staticmethod
+    def changes(art, content=None, title=None, published=None):
+        """Whether a write would change the article: a write that changes nothing makes no
+        version and no event (line breaks aside; the walk's texts have none to differ by)."""
+        return (art.content if content is None else content,
+                art.title if title is None else title,
+                art.published if published is None else published) != (
+            art.content, art.title, art.published)
+
     def write(self, kb, art, now_us, content=None, title=None, published=None):
+        if not self.changes(art, content, title, published):
+            return None
         was = art.published
         art.version_us = self.next_version(art, now_us)
         art.versions.append(art.version_us)
@@ -261,6 +272,7 @@ class Walk:
         args = self.edit_args(kb, art, version, key, **extra)
         previous = art.updated_at
         result = self.call("edit_knowledge_article", **args)
+        changed = self.model.changes(art, args["content"], extra.get("title"))
         event = self.model.write(kb, art, self.now_us(), content=args["content"],
                                  title=extra.get("title"))
         assert result == {
@@ -268,7 +280,7 @@ class Walk:
             "updated_at": art.updated_at, "previous_version": previous,
             "citation": {"knowledge_base_id": kb, "article_id": art.article_id,
                          "updated_at": art.updated_at},
-            "event": event, "replayed": False}
+            "event": event, "replayed": False, "changed": changed}
         self.model.keys[(kb, args["idempotency_key"])] = (args, result)
         self.successful_edits.append((kb, args, result))
         return kb, art

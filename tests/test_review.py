@@ -443,3 +443,88 @@ def test_the_review_benchmark_runs_and_prints_its_three_tables():
                     "## kb review list"):
         assert heading in done.stdout
     assert "propose / edit" in done.stdout and "every line rewritten" in done.stdout
+
+
+# -- what a reviewer may read, and the limits every decision keeps --------------------------
+
+
+def test_a_draft_written_after_a_proposal_never_shows_in_its_review(review, capsys, tmp_path):
+    address, store, article = review
+    proposed = propose(store, article, PAGE + "added\n", "k1")
+    store.unpublish(KB, article, actor="alice")
+    store.save_article(KB, article, content="DRAFT-ONLY salary table", title="DRAFT-TITLE",
+                       actor="alice")
+    shown = store.proposals.show(KB, proposed["proposal_id"])
+    assert shown["gone"] is True and shown["current"] is None and shown["base"] is None
+    assert "DRAFT" not in json.dumps(shown)
+    status, out, _ = kb(address, capsys, "review", "show", KB, proposed["proposal_id"])
+    assert status == 0 and "gone" in out and "added" in out and "DRAFT" not in out
+    status, out, _ = kb(address, capsys, "--json", "review", "list", KB)
+    assert status == 0 and "DRAFT" not in out
+
+
+def test_the_review_pages_show_a_gone_articles_proposal_without_its_draft(review):
+    pytest.importorskip("jinja2")
+    from kbcite.server.http.app import McpApp
+    from kbcite.server.http.settings import Settings
+    from support.asgi import AsgiClient
+    address, store, article = review
+    proposed = propose(store, article, PAGE + "added\n", "k1")
+    store.unpublish(KB, article, actor="alice")
+    store.save_article(KB, article, content="DRAFT-ONLY salary table", title="DRAFT-TITLE",
+                       actor="alice")
+    reader = store.tokens.create("reader", [KB], "deny")
+    app = McpApp(Settings(db=address, signing_secret=b"w" * 32))
+    try:
+        browser = AsgiClient(app)
+        assert browser.sign_in(reader) == 303
+        for path in ("/kb/%s/review" % KB, "/kb/%s/review/%d" % (KB, proposed["proposal_id"]),
+                     "/kb/%s/events" % KB):
+            status, _, page = browser.get(path)
+            assert status == 200 and "DRAFT" not in page, path
+        _, _, page = browser.get("/kb/%s/review/%d" % (KB, proposed["proposal_id"]))
+        assert "The article is gone" in page and "added" in page
+        assert browser.get("/kb/%s/articles/%s" % (KB, article))[0] == 404
+    finally:
+        app.close()
+
+
+def test_a_rebase_past_the_content_limit_is_refused_and_writes_nothing(review, capsys,
+                                                                      monkeypatch):
+    address, store, article = review
+    monkeypatch.setattr(kbcite.validation, "CONTENT_MAX_BYTES", len(PAGE) + 60)
+    proposed = propose(store, article, PAGE + "x" * 40 + "\n", "k1")
+    store.save_article(KB, article, content="y" * 40 + "\n" + PAGE)
+    before = store.get_article(KB, article)
+    status, _, err = kb(address, capsys, "review", "approve", KB, proposed["proposal_id"],
+                        "--rebase")
+    assert status == 1 and "at most %d bytes" % (len(PAGE) + 60) in err, err
+    assert store.get_article(KB, article) == before
+    assert store.proposals.list(KB)[0]["state"] == "pending"
+
+
+def test_a_revert_to_a_version_past_todays_limit_is_refused(review, monkeypatch):
+    _, store, article = review
+    first = store.get_article(KB, article)["updated_at"]
+    now = store.save_article(KB, article, content="short")
+    monkeypatch.setattr(kbcite.validation, "CONTENT_MAX_BYTES", 100)
+    with pytest.raises(kbcite.InvalidArgument, match="to_version's content"):
+        store.revert(KB, article, first, expected_version=now)
+    assert store.get_article(KB, article)["updated_at"] == now
+    # And the audit says which kept version is past the limit, and what to do.
+    [problem] = store.audit()
+    assert first in problem and "past the limit of 100" in problem and "prune" in problem
+
+
+def test_an_approval_failing_for_another_reason_is_not_called_pruned(review, monkeypatch):
+    _, store, article = review
+    proposed = propose(store, article, PAGE + "added\n", "k1")
+    store.save_article(KB, article, content=PAGE.replace("line 00", "LINE 00"))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+    monkeypatch.setattr(kbcite.history, "find", broken)
+    # The fault itself, not a version conflict saying the base was pruned.
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        store.proposals.approve(KB, proposed["proposal_id"], approver="bob", rebase=True)
+    assert store.proposals.list(KB)[0]["state"] == "pending"

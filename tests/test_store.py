@@ -14,7 +14,7 @@ from kbcite import edits, limits, tools
 from kbcite.engines import sqlite as sqlite_engine
 from kbcite.search.text import query_terms
 from kbcite.search.tiers import TIERED_TERMS_MAX
-from kbcite.tools import SEARCH_LEXICAL
+from kbcite.tools import EDIT_UNCHANGED, SEARCH_LEXICAL
 
 KB = "kb-main"
 GRANTED = frozenset({KB})
@@ -142,6 +142,9 @@ def test_tool_matches_the_live_list(live):
     if live["name"] == "search_knowledge_base":
         # The live description, then the sentence that says which ranking is on.
         assert ours["description"] == live["description"] + " " + SEARCH_LEXICAL
+    elif live["name"] == "edit_knowledge_article":
+        # The live description, then the sentence that says an unchanged edit writes nothing.
+        assert ours["description"] == live["description"] + " " + EDIT_UNCHANGED
     else:
         assert ours["description"] == live["description"]
     assert ours["inputSchema"]["required"] == live["inputSchema"]["required"]

@@ -12,6 +12,12 @@ from ..markdown import decode_utf8, parse_document, read_utf8_file, title_from_n
 from .messages import PROG, CommandError
 from .output import actor_text, emit, marked, one_line, print_json, stale, table
 
+# What a save that changed nothing says, on standard error (standard output keeps the
+# version alone, for scripts).
+UNCHANGED = "%s: unchanged: %%s already holds this title and text; no version was made (it is " \
+    "still at %%s)" % PROG
+
+
 def read_stdin():
     """Standard input as UTF-8 text, refused as a file is when it is not UTF-8."""
     raw = getattr(sys.stdin, "buffer", None)
@@ -98,12 +104,15 @@ def cmd_add(store, args, out):
 
 
 def cmd_save(store, args, out):
-    """A person's save (last writer wins); prints the new version."""
+    """A person's save (last writer wins); prints the article's version after it, and says
+    on standard error when the save changed nothing (no version made)."""
     found, content = markdown_file(args, read_content(args, False))
-    return version_result(args, store.save_article(
-        args.kb, args.article, content=content,
-        title=args.title if args.title is not None else found,
-        actor=args.actor, summary=args.summary), out)
+    done = store.save(args.kb, args.article, content=content,
+                      title=args.title if args.title is not None else found,
+                      actor=args.actor, summary=args.summary)
+    if not done["changed"] and not args.json:
+        print(UNCHANGED % (args.article, done["updated_at"]), file=sys.stderr)
+    return version_result(args, done["updated_at"], out, changed=done["changed"])
 
 
 def cmd_publish(store, args, out):
@@ -253,6 +262,12 @@ def cmd_edit(store, args, out):
         raise stale(exc, args, out) from None
     if args.json:
         return print_json(result, out)
+    if not result.get("changed", True):
+        print("%s %s: version %s; unchanged: it already held this title and text, so no "
+              "version and no event were made" % (
+                  "replayed" if result["replayed"] else "edited", result["article_id"],
+                  result["updated_at"]), file=out)
+        return None
     print("%s %s: version %s (was %s), event %d" % (
         "replayed" if result["replayed"] else "edited", result["article_id"],
         result["updated_at"], result["previous_version"], result["event"]["sequence"]),

@@ -4,7 +4,7 @@ import difflib
 import os
 
 from ..errors import VersionConflict
-from ..importer import normalized
+from ..changes import normalized
 from ..markdown import parse_document, read_utf8_file
 from ..versions import parse_version
 from .messages import CommandError
@@ -128,6 +128,10 @@ def cmd_revert(store, args, out):
         return print_json(dict(result, knowledge_base_id=args.kb, article_id=args.article,
                                reverted_to=args.to), out)
     event = result["event"]
+    if not result["changed"]:
+        print("unchanged: %s already holds the title and text of %s; no version was made (it "
+              "is still at %s)" % (args.article, args.to, result["updated_at"]), file=out)
+        return None
     print("reverted %s to %s: version %s%s" % (
         args.article, args.to, result["updated_at"],
         ", event %d" % event["sequence"] if event else " (a draft: no event)"), file=out)

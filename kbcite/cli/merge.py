@@ -19,7 +19,7 @@ import os
 
 from ..errors import VersionConflict
 from ..exporter import write_atomically
-from ..importer import normalized
+from ..changes import normalized
 from ..markdown import format_like, parse_document, read_utf8_file, title_from_name
 from ..threeway import conflict_left, marker_block, merge, pending_path
 from .messages import CommandError, Conflict

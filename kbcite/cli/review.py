@@ -7,7 +7,7 @@ re-applies it), ``reject`` refuses it with a reason the agent reads in the event
 """
 
 from ..errors import VersionConflict
-from ..linediff import unified
+from ..linediff import CHANGED_CHARS, printable, unified
 from ..server.approval import question_text
 from .messages import CommandError
 from .output import emit, print_json, stale
@@ -92,15 +92,16 @@ def review_show(store, args, out):
                                    if found["stale"] and not found["gone"] else
                                    "the article is gone" if found["gone"] else
                                    "the current one"))), asking=False), file=out)
+    elif found["gone"]:
+        print("The article is gone (deleted or unpublished): it can only be rejected. The "
+              "proposal's own text:\n", file=out)
+        print(printable(found["content"], CHANGED_CHARS), file=out)
     else:
         print("Its base version %s was pruned from the history." % found["base_version"],
               file=out)
     if "current" in diffs:
         print("\nAgainst the current version %s (what approving with --rebase would have to "
               "keep):\n\n%s" % (found["current_version"], diffs["current"]["text"]), file=out)
-    elif found["gone"]:
-        print("\nThe article is gone (deleted or unpublished): it can only be rejected.",
-              file=out)
     return None
 
 
@@ -113,6 +114,11 @@ def review_approve(store, args, out):
         raise stale(exc, args, out) from None
     if args.json:
         return print_json(done, out)
+    if not done["changed"]:
+        print("approved proposal %d: %s already held its text, so no version was made (it is "
+              "still at %s)" % (done["proposal_id"], done["article_id"], done["version"]),
+              file=out)
+        return None
     print("approved proposal %d: %s is now at version %s (by %s, approved by %s%s)" % (
         done["proposal_id"], done["article_id"], done["version"], done["actor"] or "-",
         done["approver"] or "-", ", re-applied onto %s" % done["previous_version"]

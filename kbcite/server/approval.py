@@ -271,6 +271,9 @@ class Approvals:
         if preview["replay"]:
             log.info("%s: replay of an edit already made; not asking again", name)
             return tool_result(preview["result"])
+        if preview["unchanged"]:
+            # Nothing to approve: it writes nothing, and answers changed: false.
+            return tool_result(self.run(name, arguments, ctx))
         where = {"knowledge_base_id": preview["knowledge_base_id"],
                  "article_id": preview["article_id"]}
         if self._sends_to_page(ctx):
@@ -307,6 +310,8 @@ class Approvals:
                                             issuer=ctx.principal.issuer)
             finally:
                 call.interrupt = None
+        if "proposal_id" not in result:
+            return result  # an edit that changes nothing is no proposal: changed false
         page = proposal_page(self.public_url, result["knowledge_base_id"],
                              result["proposal_id"])
         if page is not None:

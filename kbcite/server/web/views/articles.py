@@ -20,9 +20,10 @@ def read(store, page, article_id, version=None):
     return store.call_tool("read_knowledge_article", args, granted=page.person.grants)
 
 
-def article(page):
+def article(page, notice=None):
     """``/kb/{kb}/articles/{id}`` and ``...@{updated_at}``: the article rendered, its version,
-    citation and source; a pinned one says when a newer version exists."""
+    citation and source; a pinned one says when a newer version exists. ``notice``: what a
+    write that changed nothing says above it."""
     kb_id = page.params["kb"]
     article_id, version = split_version(page.params["id"])
     with page.reading() as store:
@@ -36,7 +37,7 @@ def article(page):
                                        found["content"]),
         citation_json=json.dumps(citation, ensure_ascii=False),
         uri="kb://%s/articles/%s@%s" % (kb_id, article_id, found["updated_at"]),
-        key=secrets.token_urlsafe(16))
+        key=secrets.token_urlsafe(16), notice=notice)
 
 
 def history(page):

@@ -14,7 +14,11 @@ from ....errors import InvalidArgument, ToolError, VersionConflict
 from ..render import url_part
 from ..responses import redirect
 from ..diffs import compare
-from .articles import read
+from .articles import article, read
+
+# What a save that changed nothing says: no version was made, so no citation went stale.
+UNCHANGED = ("Nothing changed: the article already holds this title and text (line breaks "
+             "aside), so no new version was made; it is still at %s.")
 
 # Why a write was refused to a token that may not write, in words.
 READ_ONLY = ("Your token may read this knowledge base but not change it: Edit and Revert need a "
@@ -75,7 +79,7 @@ def edit(page):
         args["summary"] = summary
     try:
         with page.writing(kb_id) as store:
-            _edit(page, store, args)
+            done = _edit(page, store, args)
     except VersionConflict:
         current, since = _since(page, article_id, expected)
         return page.render("edit.html", status=409, kb=kb_id, article=current, title=title,
@@ -90,6 +94,8 @@ def edit(page):
         return page.render("edit.html", status=400, kb=kb_id, article=current, title=title,
                            content=content, expected=expected, key=new_key(), summary=summary,
                            problem=exc.message)
+    if not done.get("changed", True):
+        return article(page, UNCHANGED % done["updated_at"])
     return redirect(_article_url(kb_id, article_id))
 
 
@@ -106,12 +112,15 @@ def revert(page):
         with page.writing(kb_id) as store:
             # A revert is its own action in the history (kb revert's), the summary naming
             # the version it went back to, which no other column records.
-            store.revert(kb_id, article_id, old["updated_at"], expected_version=expected,
-                         actor=page.person.name, summary="revert to %s" % old["updated_at"],
-                         idempotency_key=page.field("idempotency_key", "") or new_key(),
-                         issuer=page.person.issuer)
+            done = store.revert(kb_id, article_id, old["updated_at"],
+                                expected_version=expected, actor=page.person.name,
+                                summary="revert to %s" % old["updated_at"],
+                                idempotency_key=page.field("idempotency_key", "") or new_key(),
+                                issuer=page.person.issuer)
     except VersionConflict:
         current, since = _since(page, article_id, expected)
         return page.render("conflict.html", status=409, kb=kb_id, article=current,
                            to=to_version, was=expected, diff=since)
+    if not done["changed"]:
+        return article(page, UNCHANGED % done["updated_at"])
     return redirect(_article_url(kb_id, article_id))
