@@ -195,6 +195,25 @@ def _file_is_as_imported(db, kb, row, current):
     return (title, normalized(body)) == (version["title"], normalized(content))
 
 
+def _move_bases(ctx, kb, rows, actions):
+    """The files of the imported folder the export wrote, or found holding their article's
+    version already, hold that version now: it becomes each one's base (the import record),
+    in one write."""
+    sources = {row["article_id"]: row["source"] for row in rows}
+    held = [a for a in actions if a["action"] in ("write", "unchanged")
+            and a["path"] == sources.get(a["article_id"])]
+    if not held:
+        return
+    db = ctx.db
+    with db.write():
+        kb = access.knowledge_base(db, kb["kb_id"], lock=True)
+        current = db.articles_by_ids(kb["pk"], [a["article_id"] for a in held])
+        for action in held:
+            row = current.get(action["article_id"])
+            if row is not None and row["source"] == action["path"]:
+                db.article_set_import_version(row["pk"], action["version"])
+
+
 def _check_places(directory, writing):
     """Refuse, before anything is written, an export that could not write every file."""
     if os.path.lexists(directory) and not os.path.isdir(directory):
@@ -213,16 +232,49 @@ def _check_places(directory, writing):
             argument="directory", paths=[path for path, _ in problems])
 
 
+def _same_folder(one, other):
+    """Whether two folder paths name the same folder (through links too)."""
+    return os.path.realpath(one) == os.path.realpath(other)
+
+
+def _check_edited_folder(kb, directory, to_new_folder):
+    """Refuse an export of the edited articles into a folder that is not the imported one
+    (where their files are), unless ``to_new_folder`` says that is meant."""
+    if to_new_folder:
+        return
+    if not kb["import_root"]:
+        raise InvalidArgument(
+            "knowledge base %s was never imported from a folder, so it has no files to take "
+            "its edits back to: nothing was written; export it whole (without --edited), or "
+            "pass --to-new-folder to write the edited articles into %s"
+            % (kb["kb_id"], directory), argument="directory", import_root=None)
+    if not _same_folder(directory, kb["import_root"]):
+        raise InvalidArgument(
+            "%s is not the folder knowledge base %s was imported from (%s): --edited writes "
+            "the articles edited since their import over their files there. Nothing was "
+            "written; name that folder, or pass --to-new-folder to write them into %s"
+            % (directory, kb["kb_id"], kb["import_root"], directory), argument="directory",
+            import_root=kb["import_root"])
+
+
 def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=False,
-                     force=False, yes=False, dry_run=False, progress=None, front_matter=None):
+                     force=False, yes=False, dry_run=False, progress=None, front_matter=None,
+                     to_new_folder=False):
     """Write a knowledge base's published articles (drafts too with ``include_drafts``;
     only those edited since their import with ``edited``) to ``directory`` as Markdown;
     ``edited`` writes each file in the form it was imported in, unless ``front_matter``;
     returns ``{"actions", "counts", "dry_run"}``. Nothing is written when a file would be
-    overwritten without ``yes``: the refusal names every such file."""
+    overwritten without ``yes``: the refusal names every such file. ``edited`` writes only
+    into the folder the knowledge base was imported from, unless ``to_new_folder``.
+
+    An export over the imported folder records, for each file it wrote (or found holding the
+    article's text already), that version as the file's base, as an import does: the next
+    export is no conflict, and ``kb merge`` merges against what the file last held."""
     db = ctx.db
     with db.read():
         kb = access.knowledge_base(db, kb_id)
+        if edited:
+            _check_edited_folder(kb, directory, to_new_folder)
         rows = [row for row in db.articles_of(kb["pk"])
                 if (row["published"] or include_drafts)
                 and (not edited or (row["source"] and row["import_version"] != row["updated_at"]))]
@@ -250,6 +302,8 @@ def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=Fals
                     argument="directory", path=action["path"]) from None
             if progress is not None:
                 progress("export", done, len(writing))
+    if not dry_run and kb["import_root"] and _same_folder(directory, kb["import_root"]):
+        _move_bases(ctx, kb, rows, actions)
     for action in actions:
         action.pop("text")
     counts = collections.Counter(a["action"] for a in actions)

@@ -24,14 +24,15 @@ class Folders:
 
     def export_directory(self, kb_id, directory, *, include_drafts=False, edited=False,
                          force=False, yes=False, dry_run=False, progress=None,
-                         front_matter=None):
+                         front_matter=None, to_new_folder=False):
         """Write the articles back to a folder as Markdown (with front matter, or, edited,
-        each in the form it was imported in); returns what it did to each
-        (``kbcite.exporter.export_directory``)."""
+        each in the form it was imported in, into the imported folder unless
+        ``to_new_folder``); returns what it did to each (``kbcite.exporter.export_directory``)."""
         return exporter.export_directory(self._ctx, kb_id, directory,
                                          include_drafts=include_drafts, edited=edited,
                                          force=force, yes=yes, dry_run=dry_run,
-                                         progress=progress, front_matter=front_matter)
+                                         progress=progress, front_matter=front_matter,
+                                         to_new_folder=to_new_folder)
 
     def sync_articles(self, kb_id, documents, *, prune=False, force=False, dry_run=False,
                       yes=False, progress=None):

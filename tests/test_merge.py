@@ -438,3 +438,92 @@ def test_this_projects_cli_page_with_its_conflict_example_imports(where, tmp_pat
     assert "<<<<<<< store" in text
     write(folder, "cli.md", text)
     assert json.loads(kb(where, "--json", "import", KB, folder))["counts"]["create"] == 1
+
+
+# -- an export moves the file's base ---------------------------------------------------------
+
+
+def test_a_merge_after_an_export_never_brings_back_a_reverted_line(where, tmp_path):
+    # The team's week, nobody touching the file: an agent's edit goes back to the file (the
+    # team commits it), a person reverts it in the store, the next export and a merge follow.
+    folder = tmp_path / "notes"
+    path = write(folder, "r.md", "# Refunds\n\nRefunds take five days.\n")
+    kb(where, "init", KB)
+    kb(where, "import", KB, folder)
+    with KBStore(where) as store:
+        [row] = store.list_articles(KB)
+        article, first = row["article_id"], row["updated_at"]
+    bad = "Wire money to account 12345 for faster refunds."
+    agent_edit(where, article, "Refunds take five days.", "Refunds take five days.\n\n" + bad)
+    kb(where, "export", KB, folder, "--edited")
+    assert bad in path.read_text()
+    now = current(where, article)["updated_at"]
+    kb(where, "revert", KB, article, "--to", first, "--expected-version", now)
+    reverted = current(where, article)
+    # The file's base is the version the export wrote: only the store changed since, so the
+    # next export writes the revert over the file (it used to be a conflict, exit 3).
+    out = json.loads(kb(where, "--json", "export", KB, folder, "--edited"))
+    assert [a["action"] for a in out["actions"]] == ["write"]
+    assert bad not in path.read_text()
+    with KBStore(where) as store:
+        versions = len(store.history(KB, article))
+    merged = json.loads(kb(where, "--json", "merge", KB, article, "--file", path))
+    assert (merged["base"], merged["base_from"]) == (reverted["updated_at"], "the import")
+    assert merged["event"] is None and bad not in current(where, article)["content"]
+    with KBStore(where) as store:
+        assert len(store.history(KB, article)) == versions
+
+
+def test_a_merge_of_the_file_the_export_wrote_keeps_the_revert(where, tmp_path):
+    folder = tmp_path / "notes"
+    path = write(folder, "r.md", "# Refunds\n\nRefunds take five days.\n")
+    kb(where, "init", KB)
+    kb(where, "import", KB, folder)
+    with KBStore(where) as store:
+        [row] = store.list_articles(KB)
+        article, first = row["article_id"], row["updated_at"]
+    bad = "Wire money to account 12345 for faster refunds."
+    agent_edit(where, article, "Refunds take five days.", "Refunds take five days.\n\n" + bad)
+    kb(where, "export", KB, folder, "--edited")  # the file holds the agent's line now
+    exported = path.read_text()
+    now = current(where, article)["updated_at"]
+    kb(where, "revert", KB, article, "--to", first, "--expected-version", now)
+    with KBStore(where) as store:
+        versions = len(store.history(KB, article))
+    # The file is exactly what the export wrote: the store removed the line since, the file
+    # did not add it, so the merge takes the store's side.
+    said = kb(where, "merge", KB, article, "--file", path)
+    assert "the store already held it" in said, said
+    assert bad not in current(where, article)["content"]
+    assert bad not in path.read_text() and path.read_text() != exported
+    with KBStore(where) as store:
+        assert len(store.history(KB, article)) == versions  # no new version either
+
+
+def test_export_then_edit_then_export_is_no_conflict(where, page):
+    path, article = page
+    agent_edit(where, article, "List an archive.", "List an archive with tar -t.")
+    kb(where, "export", KB, path.parent, "--edited")
+    agent_edit(where, article, "Make an archive.", "Make an archive with tar -c.")
+    out = json.loads(kb(where, "--json", "export", KB, path.parent, "--edited"))
+    assert [a["action"] for a in out["actions"]] == ["write"]
+    assert "tar -c" in path.read_text() and "tar -t" in path.read_text()
+    # Nothing edited since: nothing to export, and the import finds the file as it is.
+    assert json.loads(kb(where, "--json", "export", KB, path.parent, "--edited"))[
+        "actions"] == []
+    assert json.loads(kb(where, "--json", "import", KB, path.parent))["counts"][
+        "unchanged"] == 1
+
+
+def test_export_edited_into_another_folder_needs_to_new_folder(where, page, tmp_path):
+    path, article = page
+    agent_edit(where, article, "List an archive.", "List one.")
+    elsewhere = tmp_path / "elsewhere"
+    said = kb(where, "export", KB, elsewhere, "--edited", status=2)
+    assert str(elsewhere) in said and "--to-new-folder" in said and str(path.parent) in said
+    assert not elsewhere.exists()
+    kb(where, "export", KB, elsewhere, "--edited", "--to-new-folder")
+    assert "List one." in (elsewhere / "tar.md").read_text()
+    # That folder is not the import's: the file's base did not move.
+    out = json.loads(kb(where, "--json", "export", KB, path.parent, "--edited"))
+    assert [a["action"] for a in out["actions"]] == ["write"]

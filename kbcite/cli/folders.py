@@ -3,7 +3,8 @@
 import os
 import sys
 
-from .messages import Conflict, Interrupted
+from ..errors import InvalidArgument
+from .messages import Conflict, Interrupted, UsageError
 from .output import Progress, emit, print_json
 
 IMPORT_COLUMNS = [
@@ -99,7 +100,12 @@ def cmd_export(store, args, out):
         result = store.folders.export_directory(args.kb, args.directory, include_drafts=args.all,
                                         edited=args.edited, force=args.force, yes=args.yes,
                                         dry_run=args.dry_run, progress=progress,
-                                        front_matter=True if args.front_matter else None)
+                                        front_matter=True if args.front_matter else None,
+                                        to_new_folder=args.to_new_folder)
+    except InvalidArgument as exc:
+        if "import_root" in exc.details:  # --edited into another folder than the imported
+            raise UsageError(exc.message.replace("to_new_folder", "--to-new-folder")) from None
+        raise
     except KeyboardInterrupt:
         progress.finish()
         done = progress.done.get("export", (0, 0))

@@ -34,8 +34,8 @@ from .merge import cmd_merge
 from .review import cmd_review
 from .serve import cmd_serve
 from .messages import (
-    EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, PROG, Conflict,
-    Interrupted, person_message,
+    EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG,
+    Conflict, Interrupted, UsageError, person_message,
 )
 from .output import print_json
 from .parser import build_parser, parse
@@ -103,6 +103,9 @@ def main(argv=None):
     except Conflict as exc:
         print("%s: conflict: %s" % (PROG, exc), file=sys.stderr)
         return EXIT_CONFLICT
+    except UsageError as exc:
+        print("%s: error: %s" % (PROG, exc.message), file=sys.stderr)
+        return EXIT_USAGE
     except ToolError as exc:
         print("%s: error: %s" % (PROG, person_message(exc)), file=sys.stderr)
         return EXIT_ERROR

@@ -51,6 +51,13 @@ class CommandError(ToolError):
     code = "command_failed"
 
 
+class UsageError(CommandError):
+    """A command asked for what it will not do as given (a flag missing that says it is
+    meant); nothing was done; exit status 2, as argparse's own usage errors."""
+
+    code = "usage"
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 

@@ -244,6 +244,9 @@ def build_parser():
                         "version, source), not in the form it was imported in")
     p.add_argument("--force", action="store_true",
                    help="--edited: overwrite a file that changed since its import too")
+    p.add_argument("--to-new-folder", action="store_true",
+                   help="--edited: write the edited articles into FOLDER although it is not "
+                        "the folder they were imported from")
     p.add_argument("--yes", action="store_true",
                    help="overwrite files that hold another text")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
