@@ -16,6 +16,7 @@ import collections
 
 from . import access, articles
 from .changes import normalized
+from .linediff import similarity
 from .errors import InvalidArgument
 from .folder import bad_files_error, read_folder
 from .limits import SYNC_ACTIONS
@@ -23,6 +24,13 @@ from .validation import check_new_article, check_source
 
 # Who the history says made an import's versions.
 IMPORT_ACTOR = "import"
+# A vanished file and a new one are one file renamed when they share this much of their text:
+# git's default (diff -M50%).
+RENAME_SIMILARITY = 0.5
+# New files times vanished ones compared for renames at most (each comparison bounded): past
+# it, none is paired, and the import says so. Git stops at a like number (diff.renameLimit).
+RENAME_PAIRS_MAX = 40000
+
 # The actions that write nothing, so the progress of writing leaves them out.
 QUIET_ACTIONS = frozenset(("unchanged", "conflict", "orphan"))
 
@@ -79,7 +87,8 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
         rows = {row["source"]: row for row in db.articles_imported(kb["pk"])}
         named = sorted({doc.article_id for doc in documents if doc.article_id})
         by_id = db.articles_by_ids(kb["pk"], named) if named else {}
-        actions = sync_plan(rows, by_id, documents, prune, force)
+        notes = []
+        actions = sync_plan(rows, by_id, documents, prune, force, notes)
         warnings = prune_warnings(kb, rows, actions, root) if prune else []
         if warnings and not (yes or dry_run):
             raise InvalidArgument(
@@ -103,7 +112,7 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
             action.pop("document", None)
     counts = collections.Counter(action["action"] for action in actions)
     return {"actions": actions, "counts": {name: counts[name] for name in SYNC_ACTIONS},
-            "dry_run": dry_run, "warnings": warnings, "root": root}
+            "dry_run": dry_run, "warnings": warnings, "notes": notes, "root": root}
 
 
 def prune_warnings(kb, rows, actions, root):
@@ -122,11 +131,49 @@ def prune_warnings(kb, rows, actions, root):
     return out
 
 
-def sync_plan(rows, by_id, documents, prune, force):
+def _text_of(title, content):
+    """An article's or a file's text as a rename compares it: the title, then the text."""
+    return "%s\n%s\n" % (title, normalized(content))
+
+
+def renamed_pairs(docs, gone):
+    """``[(doc, source, similarity)]``: the files ``docs`` that no article holds, each paired
+    with the article of a vanished file (``gone``: source to row) whose text it shares at
+    least ``RENAME_SIMILARITY`` of, as git pairs a rename; the most similar pairs first, each
+    file and article in one pair at most. Past ``RENAME_PAIRS_MAX`` comparisons none are
+    paired (returns None)."""
+    if not docs or not gone:
+        return []
+    if len(docs) * len(gone) > RENAME_PAIRS_MAX:
+        return None
+    texts = {source: _text_of(row["title"], row["content"]) for source, row in gone.items()}
+    scored = []
+    for doc in docs:
+        text = _text_of(doc.title, doc.content)
+        for source, old in texts.items():
+            # The shared part is at most the shorter text: a cheap bound before the diff.
+            if min(len(text), len(old)) < RENAME_SIMILARITY * max(len(text), len(old)):
+                continue
+            score = similarity(old, text)
+            if score >= RENAME_SIMILARITY:
+                scored.append((-score, doc.source, source, doc))
+    pairs, taken_docs, taken_rows = [], set(), set()
+    for score, doc_source, source, doc in sorted(scored, key=lambda item: item[:3]):
+        if doc_source in taken_docs or source in taken_rows:
+            continue
+        taken_docs.add(doc_source)
+        taken_rows.add(source)
+        pairs.append((doc, source, -score))
+    return pairs
+
+
+def sync_plan(rows, by_id, documents, prune, force, notes=None):
     """What a sync would do, as a list of action dicts (pure: reads nothing, writes nothing).
 
     ``rows`` are the imported articles by source, ``by_id`` the articles that documents'
-    front matter names, by article ID.
+    front matter names, by article ID. A file that no article holds is the article of a
+    vanished file whose text it equals, else whose text it shares at least half of (git's
+    rename); ``notes`` (a list) hears why such renames were not looked for.
     """
     claimed = set()
     # A document that names its article (an export's front matter) is that article's file.
@@ -143,7 +190,8 @@ def sync_plan(rows, by_id, documents, prune, force):
     by_text = {}
     for source, row in sorted(gone.items()):
         by_text.setdefault((row["title"], normalized(row["content"])), source)
-    actions = []
+    found = {}  # a file's source: (its article's row, the action so far)
+    unmatched = []
     for doc in documents:
         action = {"source": doc.source, "title": doc.title, "document": doc}
         row = owner.get(doc.source)
@@ -161,12 +209,34 @@ def sync_plan(rows, by_id, documents, prune, force):
             old = by_text.pop((doc.title, normalized(doc.content)), None)
             if old is not None and old in gone:
                 row = gone.pop(old)
-                action.update(action="rename", previous_source=old)
+                action.update(action="rename", previous_source=old, similarity=100)
             else:
-                action["action"] = "create"
-                actions.append(action)
-                continue
+                unmatched.append(doc)
+        if row is not None:
+            claimed.add(row["pk"])
+        found[doc.source] = (row, action)
+    # Files moved and changed: paired with a vanished file's article by how much they share.
+    pairs = renamed_pairs(unmatched, gone)
+    if pairs is None:
+        if notes is not None:
+            notes.append("%d new files and %d vanished ones are more than %d pairs to compare, "
+                         "so renamed files were not looked for by their text (each is a new "
+                         "article, its old one an orphan); move files in smaller commits"
+                         % (len(unmatched), len(gone), RENAME_PAIRS_MAX))
+        pairs = []
+    for doc, source, score in pairs:
+        row = gone.pop(source)
         claimed.add(row["pk"])
+        found[doc.source][1].update(action="rename", previous_source=source,
+                                    similarity=int(score * 100))
+        found[doc.source] = (row, found[doc.source][1])
+    actions = []
+    for doc in documents:
+        row, action = found[doc.source]
+        if row is None:
+            action["action"] = "create"
+            actions.append(action)
+            continue
         action.update(article_id=row["article_id"], current_version=row["updated_at"],
                       import_version=row["import_version"])
         # Ours to write: the import wrote this version, or the file was made from it.

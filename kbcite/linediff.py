@@ -153,6 +153,27 @@ def opcodes(old, new, steps=MATCH_STEPS):
     return a, b, [code for code in codes if code[0] != "equal" or code[2] > code[1]]
 
 
+def similarity(old, new, steps=MATCH_STEPS):
+    """How much of two texts is the same, as git's rename detection reckons it: the
+    characters of the lines they share (their common head and tail, and the lines the bounded
+    diff matches between), over the longer text's length; 0.0 to 1.0. Bounded work: linear in
+    the texts, and the middle matched within ``steps`` (past them, nothing of it counts)."""
+    longer = max(len(old), len(new))
+    if not longer:
+        return 1.0
+    head = _common_head(old, new)
+    tail_old, tail_new = _common_tail(old, new, head)
+    shared = head + len(old) - tail_old
+    a, b = _split(old[head:tail_old]), _split(new[head:tail_new])
+    if a and b:
+        at = 0
+        for i1, i2, _, _ in changes.hunks(a, b, changes.Budget(steps)):
+            shared += sum(len(line) for line in a[at:i1])
+            at = i2
+        shared += sum(len(line) for line in a[at:])
+    return shared / longer
+
+
 def hunks(codes, context=CONTEXT_LINES):
     """The opcodes grouped into hunks, each with up to ``context`` equal lines around it
     (as ``SequenceMatcher.get_grouped_opcodes`` groups them)."""

@@ -204,6 +204,59 @@ def test_a_moved_exported_file_keeps_its_article(kb, docs, tmp_path):
     assert result["counts"]["create"] == 0 and result["counts"]["unpublish"] == 0
 
 
+COUNT_PAGE = ("# Count\n\nReturns the number of substrings in a string.\n\n"
+              "It takes the substring first, then the string.\n\n"
+              "An empty substring counts the places between characters.\n\n"
+              "See also strings.Contains and strings.Index.\n")
+
+
+def test_a_file_renamed_and_edited_keeps_its_article_as_git_pairs_it(kb, tmp_path):
+    docs = tmp_path / "docs"
+    write(docs, "Count.md", COUNT_PAGE)
+    write(docs, "other.md", "# Other\n\nSomething else entirely, of its own.\n")
+    kb.folders.import_directory(KB, str(docs))
+    [count] = [a for a in kb.list_articles(KB) if a["source"] == "Count.md"]
+    # git mv Count.md count-substrings.md, and a title tweak: git calls it a rename.
+    (docs / "Count.md").unlink()
+    write(docs, "count-substrings.md", COUNT_PAGE.replace("# Count", "# Count substrings"))
+    plan = kb.folders.import_directory(KB, str(docs), dry_run=True)
+    [moved] = [a for a in plan["actions"] if a["source"] == "count-substrings.md"]
+    assert (moved["action"], moved["article_id"], moved["previous_source"]) == (
+        "rename", count["article_id"], "Count.md")
+    assert 50 <= moved["similarity"] < 100
+    result = kb.folders.import_directory(KB, str(docs), prune=True)
+    assert (result["counts"]["rename"], result["counts"]["create"],
+            result["counts"]["unpublish"]) == (1, 0, 0)
+    now = kb.get_article(KB, count["article_id"])
+    assert (now["source"], now["title"]) == ("count-substrings.md", "Count substrings")
+    assert kb.folders.import_directory(KB, str(docs))["counts"]["unchanged"] == 2
+
+
+def test_a_file_replaced_by_another_text_is_a_new_article(kb, tmp_path):
+    docs = tmp_path / "docs"
+    write(docs, "Count.md", COUNT_PAGE)
+    kb.folders.import_directory(KB, str(docs))
+    (docs / "Count.md").unlink()
+    write(docs, "index.md", "# Index\n\nReturns the first place of a substring.\n")
+    result = kb.folders.import_directory(KB, str(docs))
+    assert (result["counts"]["create"], result["counts"]["orphan"]) == (1, 1)
+
+
+def test_the_command_line_says_how_similar_a_rename_is(tmp_path):
+    from support.cli import run_kb
+    docs = tmp_path / "docs"
+    where = str(tmp_path / "kb.db")
+    write(docs, "Count.md", COUNT_PAGE)
+    assert run_kb(["--db", where, "init", KB])[0] == 0
+    assert run_kb(["--db", where, "import", KB, str(docs)])[0] == 0
+    (docs / "Count.md").unlink()
+    write(docs, "count-substrings.md", COUNT_PAGE.replace("# Count", "# Count substrings"))
+    status, out, err = run_kb(["--db", where, "import", KB, str(docs), "--dry-run"])
+    assert status == 0, err
+    assert "rename    count-substrings.md -> art-000001 (was Count.md, " in out
+    assert "% similar)" in out
+
+
 def test_an_agents_edit_goes_back_to_its_file_and_the_next_import_is_clean(kb, docs, clock):
     kb.folders.import_directory(KB, str(docs))
     refund = [a for a in kb.list_articles(KB) if a["source"] == "refunds.md"][0]

@@ -51,6 +51,8 @@ def cmd_import(store, args, out):
                   file=out)
         for warning in result.get("warnings", []):
             print("warning: %s; a real run needs --yes" % warning, file=out)
+        for note in result.get("notes", []):
+            print("note: %s" % note, file=out)
         print(summary(result), file=out)
     conflicts = result["counts"]["conflict"]
     if conflicts:
@@ -83,7 +85,10 @@ def describe_action(action):
                 % (source, article, action["import_version"] or "nothing: an older import",
                    action["current_version"]))
     if kind == "rename":
-        return "rename    %s -> %s (was %s)" % (source, article, action["previous_source"])
+        similar = action.get("similarity")
+        return "rename    %s -> %s (was %s%s)" % (
+            source, article, action["previous_source"],
+            ", %d%% similar" % similar if similar is not None and similar < 100 else "")
     if kind == "adopt":
         return "adopt     %s -> %s (an article made in the store)" % (source, article)
     if kind == "orphan":
