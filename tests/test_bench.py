@@ -223,3 +223,13 @@ def test_store_mix_times_each_tool_of_both_trees_on_the_same_calls(monkeypatch):
         assert all(seconds > 0 for seconds, _ in spent.values())
     table = store_mix["render"](runs, "HEAD")
     assert "| a call of the mix |" in table and "| edit_knowledge_article |" in table
+
+
+def test_the_history_checkers_long_run_reports_what_it_ran():
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "history_model.py"), "--quick",
+                           "--engines", "sqlite"], capture_output=True, text=True, timeout=600,
+                          cwd=str(ROOT))
+    assert done.returncode == 0, done.stdout + done.stderr
+    [row] = [line for line in done.stdout.splitlines() if line.startswith("| sqlite")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "5" and int(cells[2]) >= 5 and cells[4] == "none", row
