@@ -561,6 +561,8 @@ class HistoryMachine(RuleBasedStateMachine):
         arguments = {"knowledge_base_id": KB, "article_id": article_id,
                      "content": self.texts.changed(now["content"], "insert", self.rng),
                      "expected_version": now["updated_at"], "idempotency_key": uuid.uuid4().hex}
+        if len(arguments["content"].encode("utf-8")) > CONTENT_LIMIT:
+            return  # refused before any cancel could reach it
 
         def cancel(call, session):
             def stop():
