@@ -68,28 +68,35 @@ class Ours:
 
 
 class PlainFTS5:
-    """FTS5 as it comes: the words ORed, bm25 with the title weighted 5."""
+    """FTS5 as it comes: the words ORed, ranked by its bm25 (k1 1.2, b 0.75), over a title
+    and a body column weighted ``weights`` (title 5 by default), or over one column holding
+    both (``one_field``: textbook BM25 on the whole text)."""
 
     name = "fts5-or-bm25"
 
-    def __init__(self, path, articles):
+    def __init__(self, path, articles, weights=(5.0, 1.0), one_field=False, name=None):
         self.conn = sqlite3.connect(path)
-        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5(title, body, "
-                          "tokenize='unicode61 remove_diacritics 2')")
+        self.name = name or self.name
+        columns = "text" if one_field else "title, body"
+        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5(%s, "
+                          "tokenize='unicode61 remove_diacritics 2')" % columns)
+        rows = (((n + 1, "%s\n%s" % (t, b)) if one_field else (n + 1, t, b))
+                for n, (t, b) in enumerate(articles))
         with self.conn:
-            self.conn.executemany("INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)",
-                                  ((n + 1, t, b) for n, (t, b) in enumerate(articles)))
+            self.conn.executemany("INSERT INTO docs (rowid, %s) VALUES (?, ?%s)"
+                                  % (columns, "" if one_field else ", ?"), rows)
             self.conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
+        self.rank = "bm25(docs)" if one_field else "bm25(docs, %r, %r)" % tuple(weights)
 
-    def search(self, query):
+    def search(self, query, limit=LIMIT):
         """Article IDs of the top hits."""
         words = _words(query)
         if not words:
             return []
         expression = " OR ".join('"%s"' % w for w in words)
         return ["art-%06d" % row[0] for row in self.conn.execute(
-            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, 5.0, 1.0), rowid "
-            "LIMIT ?", (expression, LIMIT))]
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY %s, rowid LIMIT ?"
+            % self.rank, (expression, limit))]
 
     def close(self):
         """Close the connection."""
@@ -97,16 +104,20 @@ class PlainFTS5:
 
 
 class Tantivy:
-    """tantivy's BM25 over a title and a body field, the title boosted."""
+    """tantivy's BM25 (k1 1.2, b 0.75) over a title and a body field, the title boosted
+    ``title_boost`` times (5 by default), or over one field holding both (``one_field``)."""
 
     name = "tantivy"
 
-    def __init__(self, path, articles, title_boost=TANTIVY_TITLE_BOOST):
+    def __init__(self, path, articles, title_boost=TANTIVY_TITLE_BOOST, one_field=False,
+                 name=None):
         import tantivy  # noqa: F401  (checked by available())
 
+        self.name = name or self.name
+        self.fields = ["text"] if one_field else ["title", "body"]
         builder = tantivy.SchemaBuilder()
-        builder.add_text_field("title", stored=False)
-        builder.add_text_field("body", stored=False)
+        for field in self.fields:
+            builder.add_text_field(field, stored=False)
         builder.add_unsigned_field("id", stored=True, indexed=True)
         self.schema = builder.build()
         os.makedirs(path)
@@ -114,8 +125,11 @@ class Tantivy:
         writer = self.index.writer()
         for n, (title, body) in enumerate(articles):
             doc = tantivy.Document()
-            doc.add_text("title", title)
-            doc.add_text("body", body)
+            if one_field:
+                doc.add_text("text", "%s\n%s" % (title, body))
+            else:
+                doc.add_text("title", title)
+                doc.add_text("body", body)
             doc.add_unsigned("id", n + 1)
             writer.add_document(doc)
         writer.commit()
@@ -123,16 +137,15 @@ class Tantivy:
         self.index.reload()
         self.searcher = self.index.searcher()
         self.tantivy = tantivy
-        self.title_boost = title_boost
+        self.boosts = {} if one_field else {"title": title_boost}
 
-    def search(self, query):
+    def search(self, query, limit=LIMIT):
         """Article IDs of the top hits."""
         words = _words(query)
         if not words:
             return []
-        parsed = self.index.parse_query(" ".join(words), ["title", "body"],
-                                        field_boosts={"title": self.title_boost})
-        hits = self.searcher.search(parsed, LIMIT).hits
+        parsed = self.index.parse_query(" ".join(words), self.fields, field_boosts=self.boosts)
+        hits = self.searcher.search(parsed, limit).hits
         return ["art-%06d" % self.searcher.doc(address)["id"][0] for _, address in hits]
 
     def close(self):
