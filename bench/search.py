@@ -15,7 +15,10 @@ to every engine in turn, interleaved query by query so that a noisy moment hits 
   the semantic half on, its build the bulk load with every article embedded on write.
 
 Reported per engine: p50 and p99 latency, how often the asked article is the first hit, the
-mean number of hits, and how much of each top 10 is also in ours (on SQLite).
+mean number of hits, and how much of each top 10 is also in ours (on SQLite); and the same,
+without the overlap, for title-like queries (at most ``TIERED_TERMS_MAX`` terms) and
+question-shaped ones (more) apart, with each engine's top-10 agreement with tantivy's (the
+share of tantivy's ten among its own).
 """
 
 import os
@@ -31,7 +34,8 @@ import corpus
 from kbcite import KBStore
 from kbcite.limits import CONTENT_MAX_BYTES
 from kbcite.search import embedding
-from kbcite.search.text import STOPWORDS
+from kbcite.search.text import STOPWORDS, terms_of, tokens
+from kbcite.search.tiers import TIERED_TERMS_MAX
 
 KB = "bench"
 SEED = 20261108
@@ -195,6 +199,10 @@ def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url
         asked = [min(int(qrng.random() * size), size - 1) for _ in range(WARMUP + queries)]
         results = {e.name: {"seconds": [], "first": 0, "hits": 0, "overlap": 0}
                    for e in engines_built}
+        # Per kind of query (title-like, question-shaped): seconds, first hits, and hits
+        # shared with tantivy's top 10 (and tantivy's hits, the denominator).
+        kinds = {(e.name, kind): {"seconds": [], "first": 0, "agree": 0, "peer_hits": 0}
+                 for e in engines_built for kind in ("title", "question")}
         for i, index in enumerate(asked):
             query = corpus.question(articles[index][0])
             tops = {}
@@ -209,9 +217,18 @@ def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url
                     r["first"] += bool(top) and top[0] == "art-%06d" % (index + 1)
                     r["hits"] += len(top)
             if i >= WARMUP:
+                kind = "question" if len(terms_of(tokens(query))) > TIERED_TERMS_MAX else "title"
+                peer = tops.get(Tantivy.name)
                 for engine in engines_built:
                     results[engine.name]["overlap"] += len(set(tops[engine.name])
                                                           & set(tops[reference]))
+                    k = kinds[(engine.name, kind)]
+                    k["seconds"].append(results[engine.name]["seconds"][-1])
+                    top = tops[engine.name]
+                    k["first"] += bool(top) and top[0] == "art-%06d" % (index + 1)
+                    if peer is not None:
+                        k["agree"] += len(set(top) & set(peer))
+                        k["peer_hits"] += len(peer)
         rows = []
         for engine in engines_built:
             r = results[engine.name]
@@ -223,7 +240,17 @@ def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url
                          "first_hit": round(r["first"] / n, 4),
                          "mean_hits": round(r["hits"] / n, 2),
                          "top10_overlap": round(r["overlap"] / max(r["hits"], 1), 3)})
-        return {"rows": rows, "skipped": skipped}
+        by_kind = []
+        for (name, kind), k in kinds.items():
+            if k["seconds"]:
+                by_kind.append({"engine": name, "articles": size, "kind": kind,
+                                "queries": len(k["seconds"]),
+                                "p50_ms": round(common.median(k["seconds"]) * 1000, 3),
+                                "p99_ms": round(common.percentile(k["seconds"], 99) * 1000, 3),
+                                "first_hit": round(k["first"] / len(k["seconds"]), 4),
+                                "tantivy_agreement": round(k["agree"] / k["peer_hits"], 3)
+                                if k["peer_hits"] else None})
+        return {"rows": rows, "skipped": skipped, "by_kind": by_kind}
     finally:
         for engine in engines_built:
             engine.close()
@@ -270,13 +297,14 @@ def run(sizes=(10000, 100000), queries=300, directory=None, engines=("sqlite",),
     if queries < 1:
         raise ValueError("search queries must be at least 1, got %d" % queries)
     load_start = common.load()
-    rows, skipped = [], {}
+    rows, skipped, by_kind = [], {}, []
     for size in sizes:
         result = measure(size, queries, directory, engines, postgres_url, hybrid)
         rows += result["rows"]
+        by_kind += result["by_kind"]
         skipped.update(result["skipped"])
-    return {"rows": rows, "skipped": skipped, "queries": queries, "planted": planted(directory),
-            "load": [load_start, common.load()]}
+    return {"rows": rows, "by_kind": by_kind, "skipped": skipped, "queries": queries,
+            "planted": planted(directory), "load": [load_start, common.load()]}
 
 
 def render(result):
@@ -286,6 +314,17 @@ def render(result):
              "%.0f%%" % (100 * r["top10_overlap"])] for r in result["rows"]]
     text = common.table(["articles", "engine", "build", "p50 ms", "p99 ms", "asked article first",
                          "mean hits", "top-10 overlap with ours (sqlite)"], rows)
+    kinds = result.get("by_kind") or []
+    if kinds:
+        text += "\n\nTitle-like queries (at most %d terms) and questions (more), apart:\n\n" % (
+            TIERED_TERMS_MAX)
+        text += common.table(
+            ["articles", "kind", "queries", "engine", "p50 ms", "p99 ms", "asked article first",
+             "top-10 agreement with tantivy"],
+            [[common.n(r["articles"]), r["kind"], r["queries"], r["engine"], r["p50_ms"],
+              r["p99_ms"], "%.1f%%" % (100 * r["first_hit"]),
+              "-" if r["tantivy_agreement"] is None else "%.1f%%" % (100 * r["tantivy_agreement"])]
+             for r in sorted(kinds, key=lambda r: (r["articles"], r["kind"] != "title"))])
     for name, why in sorted(result["skipped"].items()):
         text += "\n\n%s skipped: %s." % (name, why)
     p = result.get("planted")
