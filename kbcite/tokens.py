@@ -18,7 +18,6 @@ from .limits import WRITE_MODES
 from .validation import check_people_string, shown
 from .versions import format_version
 
-
 # Tokens are 32 random bytes (RFC 6750 bearer tokens need no more), prefixed so that one
 # found in a log or a repository is recognisable, and stored only as a SHA-256.
 TOKEN_PREFIX = "kbt_"
