@@ -183,9 +183,10 @@ def model():
 
 def _load():
     try:
+        why = missing()
+        if why is not None:  # the reason a process said at start, said again the same way
+            return None, why
         root = package_root()
-        if root is None:
-            return None, "the semantic half is not installed (%s)" % EXTRA
         # The tokenizers library would start threads of its own for a batch; one is enough
         # for a handful of words, and the server has its own threads.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
