@@ -15,7 +15,10 @@ to every engine in turn, interleaved query by query so that a noisy moment hits 
   the semantic half on, its build the bulk load with every article embedded on write.
 
 Reported per engine: p50 and p99 latency, how often the asked article is the first hit, the
-mean number of hits, and how much of each top 10 is also in ours (on SQLite).
+mean number of hits, and how much of each top 10 is also in ours (on SQLite); and the same,
+without the overlap, for title-like queries (at most ``TIERED_TERMS_MAX`` terms) and
+question-shaped ones (more) apart, with each engine's top-10 agreement with tantivy's (the
+share of tantivy's ten among its own).
 """
 
 import os
@@ -31,7 +34,8 @@ import corpus
 from kbcite import KBStore
 from kbcite.limits import CONTENT_MAX_BYTES
 from kbcite.search import embedding
-from kbcite.search.text import STOPWORDS
+from kbcite.search.text import STOPWORDS, terms_of, tokens
+from kbcite.search.tiers import TIERED_TERMS_MAX
 
 KB = "bench"
 SEED = 20261108
@@ -68,28 +72,35 @@ class Ours:
 
 
 class PlainFTS5:
-    """FTS5 as it comes: the words ORed, bm25 with the title weighted 5."""
+    """FTS5 as it comes: the words ORed, ranked by its bm25 (k1 1.2, b 0.75), over a title
+    and a body column weighted ``weights`` (title 5 by default), or over one column holding
+    both (``one_field``: textbook BM25 on the whole text)."""
 
     name = "fts5-or-bm25"
 
-    def __init__(self, path, articles):
+    def __init__(self, path, articles, weights=(5.0, 1.0), one_field=False, name=None):
         self.conn = sqlite3.connect(path)
-        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5(title, body, "
-                          "tokenize='unicode61 remove_diacritics 2')")
+        self.name = name or self.name
+        columns = "text" if one_field else "title, body"
+        self.conn.execute("CREATE VIRTUAL TABLE docs USING fts5(%s, "
+                          "tokenize='unicode61 remove_diacritics 2')" % columns)
+        rows = (((n + 1, "%s\n%s" % (t, b)) if one_field else (n + 1, t, b))
+                for n, (t, b) in enumerate(articles))
         with self.conn:
-            self.conn.executemany("INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)",
-                                  ((n + 1, t, b) for n, (t, b) in enumerate(articles)))
+            self.conn.executemany("INSERT INTO docs (rowid, %s) VALUES (?, ?%s)"
+                                  % (columns, "" if one_field else ", ?"), rows)
             self.conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
+        self.rank = "bm25(docs)" if one_field else "bm25(docs, %r, %r)" % tuple(weights)
 
-    def search(self, query):
+    def search(self, query, limit=LIMIT):
         """Article IDs of the top hits."""
         words = _words(query)
         if not words:
             return []
         expression = " OR ".join('"%s"' % w for w in words)
         return ["art-%06d" % row[0] for row in self.conn.execute(
-            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, 5.0, 1.0), rowid "
-            "LIMIT ?", (expression, LIMIT))]
+            "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY %s, rowid LIMIT ?"
+            % self.rank, (expression, limit))]
 
     def close(self):
         """Close the connection."""
@@ -97,16 +108,20 @@ class PlainFTS5:
 
 
 class Tantivy:
-    """tantivy's BM25 over a title and a body field, the title boosted."""
+    """tantivy's BM25 (k1 1.2, b 0.75) over a title and a body field, the title boosted
+    ``title_boost`` times (5 by default), or over one field holding both (``one_field``)."""
 
     name = "tantivy"
 
-    def __init__(self, path, articles, title_boost=TANTIVY_TITLE_BOOST):
+    def __init__(self, path, articles, title_boost=TANTIVY_TITLE_BOOST, one_field=False,
+                 name=None):
         import tantivy  # noqa: F401  (checked by available())
 
+        self.name = name or self.name
+        self.fields = ["text"] if one_field else ["title", "body"]
         builder = tantivy.SchemaBuilder()
-        builder.add_text_field("title", stored=False)
-        builder.add_text_field("body", stored=False)
+        for field in self.fields:
+            builder.add_text_field(field, stored=False)
         builder.add_unsigned_field("id", stored=True, indexed=True)
         self.schema = builder.build()
         os.makedirs(path)
@@ -114,8 +129,11 @@ class Tantivy:
         writer = self.index.writer()
         for n, (title, body) in enumerate(articles):
             doc = tantivy.Document()
-            doc.add_text("title", title)
-            doc.add_text("body", body)
+            if one_field:
+                doc.add_text("text", "%s\n%s" % (title, body))
+            else:
+                doc.add_text("title", title)
+                doc.add_text("body", body)
             doc.add_unsigned("id", n + 1)
             writer.add_document(doc)
         writer.commit()
@@ -123,16 +141,15 @@ class Tantivy:
         self.index.reload()
         self.searcher = self.index.searcher()
         self.tantivy = tantivy
-        self.title_boost = title_boost
+        self.boosts = {} if one_field else {"title": title_boost}
 
-    def search(self, query):
+    def search(self, query, limit=LIMIT):
         """Article IDs of the top hits."""
         words = _words(query)
         if not words:
             return []
-        parsed = self.index.parse_query(" ".join(words), ["title", "body"],
-                                        field_boosts={"title": self.title_boost})
-        hits = self.searcher.search(parsed, LIMIT).hits
+        parsed = self.index.parse_query(" ".join(words), self.fields, field_boosts=self.boosts)
+        hits = self.searcher.search(parsed, limit).hits
         return ["art-%06d" % self.searcher.doc(address)["id"][0] for _, address in hits]
 
     def close(self):
@@ -182,6 +199,10 @@ def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url
         asked = [min(int(qrng.random() * size), size - 1) for _ in range(WARMUP + queries)]
         results = {e.name: {"seconds": [], "first": 0, "hits": 0, "overlap": 0}
                    for e in engines_built}
+        # Per kind of query (title-like, question-shaped): seconds, first hits, and hits
+        # shared with tantivy's top 10 (and tantivy's hits, the denominator).
+        kinds = {(e.name, kind): {"seconds": [], "first": 0, "agree": 0, "peer_hits": 0}
+                 for e in engines_built for kind in ("title", "question")}
         for i, index in enumerate(asked):
             query = corpus.question(articles[index][0])
             tops = {}
@@ -196,9 +217,18 @@ def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url
                     r["first"] += bool(top) and top[0] == "art-%06d" % (index + 1)
                     r["hits"] += len(top)
             if i >= WARMUP:
+                kind = "question" if len(terms_of(tokens(query))) > TIERED_TERMS_MAX else "title"
+                peer = tops.get(Tantivy.name)
                 for engine in engines_built:
                     results[engine.name]["overlap"] += len(set(tops[engine.name])
                                                           & set(tops[reference]))
+                    k = kinds[(engine.name, kind)]
+                    k["seconds"].append(results[engine.name]["seconds"][-1])
+                    top = tops[engine.name]
+                    k["first"] += bool(top) and top[0] == "art-%06d" % (index + 1)
+                    if peer is not None:
+                        k["agree"] += len(set(top) & set(peer))
+                        k["peer_hits"] += len(peer)
         rows = []
         for engine in engines_built:
             r = results[engine.name]
@@ -210,7 +240,17 @@ def measure(size, queries=300, directory=None, engines=("sqlite",), postgres_url
                          "first_hit": round(r["first"] / n, 4),
                          "mean_hits": round(r["hits"] / n, 2),
                          "top10_overlap": round(r["overlap"] / max(r["hits"], 1), 3)})
-        return {"rows": rows, "skipped": skipped}
+        by_kind = []
+        for (name, kind), k in kinds.items():
+            if k["seconds"]:
+                by_kind.append({"engine": name, "articles": size, "kind": kind,
+                                "queries": len(k["seconds"]),
+                                "p50_ms": round(common.median(k["seconds"]) * 1000, 3),
+                                "p99_ms": round(common.percentile(k["seconds"], 99) * 1000, 3),
+                                "first_hit": round(k["first"] / len(k["seconds"]), 4),
+                                "tantivy_agreement": round(k["agree"] / k["peer_hits"], 3)
+                                if k["peer_hits"] else None})
+        return {"rows": rows, "skipped": skipped, "by_kind": by_kind}
     finally:
         for engine in engines_built:
             engine.close()
@@ -257,13 +297,14 @@ def run(sizes=(10000, 100000), queries=300, directory=None, engines=("sqlite",),
     if queries < 1:
         raise ValueError("search queries must be at least 1, got %d" % queries)
     load_start = common.load()
-    rows, skipped = [], {}
+    rows, skipped, by_kind = [], {}, []
     for size in sizes:
         result = measure(size, queries, directory, engines, postgres_url, hybrid)
         rows += result["rows"]
+        by_kind += result["by_kind"]
         skipped.update(result["skipped"])
-    return {"rows": rows, "skipped": skipped, "queries": queries, "planted": planted(directory),
-            "load": [load_start, common.load()]}
+    return {"rows": rows, "by_kind": by_kind, "skipped": skipped, "queries": queries,
+            "planted": planted(directory), "load": [load_start, common.load()]}
 
 
 def render(result):
@@ -273,6 +314,17 @@ def render(result):
              "%.0f%%" % (100 * r["top10_overlap"])] for r in result["rows"]]
     text = common.table(["articles", "engine", "build", "p50 ms", "p99 ms", "asked article first",
                          "mean hits", "top-10 overlap with ours (sqlite)"], rows)
+    kinds = result.get("by_kind") or []
+    if kinds:
+        text += "\n\nTitle-like queries (at most %d terms) and questions (more), apart:\n\n" % (
+            TIERED_TERMS_MAX)
+        text += common.table(
+            ["articles", "kind", "queries", "engine", "p50 ms", "p99 ms", "asked article first",
+             "top-10 agreement with tantivy"],
+            [[common.n(r["articles"]), r["kind"], r["queries"], r["engine"], r["p50_ms"],
+              r["p99_ms"], "%.1f%%" % (100 * r["first_hit"]),
+              "-" if r["tantivy_agreement"] is None else "%.1f%%" % (100 * r["tantivy_agreement"])]
+             for r in sorted(kinds, key=lambda r: (r["articles"], r["kind"] != "title"))])
     for name, why in sorted(result["skipped"].items()):
         text += "\n\n%s skipped: %s." % (name, why)
     p = result.get("planted")

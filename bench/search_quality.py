@@ -1,29 +1,35 @@
 """Search quality on public test collections with human relevance judgements, beside BM25.
 
-    python bench/search_quality.py                       # CISI and CACM, and the known items
-    python bench/search_quality.py --collections cisi --json quality.json
+    python bench/search_quality.py                       # every collection, and the known items
+    python bench/search_quality.py --collections med,cran --json quality.json
     python bench/search_quality.py --engines sqlite,postgresql
 
 Each collection (``bench/data/<name>.tar.xz``, the SMART files as published: documents,
 queries, judgements; bench/data/README.md gives their source) is loaded into one knowledge
 base of each engine measured, a document's title as the article's title and its abstract as
-the body. Every judged query goes, in turn, to
+the body. Two of them, CACM and CISI (``TUNING``), are the **tuning set**: every constant of
+the ranking (kbcite/search/ranking.py, tiers.py, semantic.py) was chosen on them alone; the
+others are reported and never tuned on. Every judged query goes, in turn, to
 
 - ``ours lexical (<engine>)``: ``search_knowledge_base``, limit 10, the semantic half off;
-- ``ours hybrid (<engine>)``: the same with the ``[semantic]`` extra's model on (lexical
-  and nearest vectors, reciprocal rank fusion), where it is installed;
-- ``tantivy``: tantivy's BM25 over a title and a body field (its query parser ORs the words),
-  title boosted as ``bench/search.py`` boosts it, and ``tantivy (title x1)`` with both fields
-  equal: plain BM25 on the same text;
-- ``fts5-or-bm25``: plain FTS5, the words ORed, ``bm25(fts, 5, 1)``.
+- ``ours hybrid (<engine>)``: the same with the ``[semantic]`` extra's model on, where it is
+  installed;
+- textbook BM25 (k1 1.2, b 0.75, the words ORed, no stemming): FTS5's ``bm25`` and tantivy's,
+  each over one field holding title and body, and over a title field and a body field
+  weighed alike; the best of the four on a collection (by nDCG@10) is its **best BM25**;
+- ``reference fusion``: the textbook tantivy BM25 (title+body) fused with the same embedding
+  model by reciprocal rank (k 60, 30 a side, every document's vector compared): what a
+  few lines around two off-the-shelf parts give, for the hybrid to beat.
 
 A query longer than the tool's limit (200 characters) is cut at the last word that fits,
-for every engine alike. Reported per engine: nDCG@10 (binary judgements), recall@10, and the
-p50 and p99 of a search. The known-item cases (``bench/data/known_items.json``: pages titled
-with a command's name, described in their bodies) report the rank of the expected page, and
-so do the paraphrases (``bench/data/paraphrases.json``: the same pages asked for in other
-words). Building ours hybrid also gives the cost of embedding on write: the bulk load's
-time against ours lexical's, per article.
+for every engine alike. Reported per engine: nDCG@10 (binary judgements), recall@10, the
+ratio of its nDCG@10 to the best BM25's, the per-query paired difference with the best BM25
+(mean, and a 95% bootstrap interval of it; queries won and lost), and the p50 and p99 of a
+search. The known-item cases (``bench/data/known_items.json``: pages titled with a command's
+name, described in their bodies) report the rank of the expected page, and so do the
+paraphrases (``bench/data/paraphrases.json``: the same pages asked for in other words).
+Building ours hybrid also gives the cost of embedding on write: the bulk load's time against
+ours lexical's, per article.
 """
 
 import argparse
@@ -32,6 +38,7 @@ import json
 import lzma
 import math
 import os
+import random
 import shutil
 import sys
 import tarfile
@@ -46,15 +53,37 @@ from kbcite.search import embedding
 from kbcite.limits import QUERY_MAX, TITLE_MAX
 
 DATA = Path(__file__).resolve().parent / "data"
-COLLECTIONS = ("cisi", "cacm")
 KB = "quality"
 LIMIT = 10
 # The rank a known item must reach to pass: an agent reads the first few hits.
 KNOWN_ITEM_RANK = 3
 
-# Each collection's files in its archive: documents, queries, judgements.
-FILES = {"cisi": ("CISI.ALL", "CISI.QRY", "CISI.REL"),
-         "cacm": ("cacm.all", "query.text", "qrels.text")}
+# Each collection's files in its archive (documents, queries, judgements), whether its
+# judgements number the queries in order rather than by their ``.I`` (Cranfield's do: its
+# queries are numbered 1, 2, 4, 8, ... and its judgements 1 to 225), and the relevance codes
+# that are not relevant (Cranfield's -1; its 1 to 4 are degrees of relevance).
+COLLECTIONS = {
+    "cacm": (("cacm.all", "query.text", "qrels.text"), False, ()),
+    "cisi": (("CISI.ALL", "CISI.QRY", "CISI.REL"), False, ()),
+    "med": (("MED.ALL", "MED.QRY", "MED.REL"), False, ()),
+    "cran": (("cran.all.1400", "cran.qry", "cranqrel"), True, ("-1",)),
+    "adi": (("ADI.ALL", "ADI.QRY", "ADI.REL"), False, ()),
+}
+
+# The tuning set: every ranking constant is chosen on these, and only these.
+TUNING = ("cacm", "cisi")
+
+# The engines that are textbook BM25, one of which is each collection's best BM25.
+BM25_ENGINES = ("fts5 bm25 (one field)", "fts5 bm25 (title+body)",
+                "tantivy bm25 (one field)", "tantivy bm25 (title+body)")
+REFERENCE_FUSION = "reference fusion (tantivy bm25 + model, RRF)"
+
+# The reference fusion: reciprocal rank fusion's usual constant and depth.
+FUSION_K, FUSION_DEPTH = 60, 30
+
+# Paired bootstrap of the mean per-query difference: resamples, and a fixed seed so that a
+# table is the same run to run.
+BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED = 4000, 20261206
 
 
 def _records(text):
@@ -77,22 +106,25 @@ def _records(text):
 def load_collection(name):
     """``(docs, queries, qrels)``: ``[(doc id, title, body)]``, ``[(query id, text)]`` of the
     judged queries, ``{query id: {relevant doc ids}}``."""
-    docs_name, queries_name, rels_name = FILES[name]
+    (docs_name, queries_name, rels_name), in_order, not_relevant = COLLECTIONS[name]
     with tarfile.open(fileobj=io.BytesIO(lzma.decompress(
             (DATA / ("%s.tar.xz" % name)).read_bytes()))) as archive:
         files = {m.name: archive.extractfile(m).read().decode("latin-1")
                  for m in archive.getmembers() if m.isfile()}
     # An article needs a title and a body: a document without one gets "-", which holds no
-    # word, the same for every engine.
+    # word, the same for every engine (MED's documents have no title).
     docs = [(key, clip(rec.get("T") or "-", TITLE_MAX), rec.get("W") or "-")
             for key, rec in sorted(_records(files[docs_name]).items())]
     qrels = {}
     for line in files[rels_name].splitlines():
         parts = line.split()
-        if len(parts) >= 2:
+        if len(parts) >= 2 and not (len(parts) >= 3 and parts[2] in not_relevant):
             qrels.setdefault(int(parts[0]), set()).add(int(parts[1]))
+    records = sorted(_records(files[queries_name]).items())
+    if in_order:
+        records = [(n, rec) for n, (_, rec) in enumerate(records, 1)]
     queries = [(key, " ".join(rec.get(f, "") for f in "TW" if rec.get(f)))
-               for key, rec in sorted(_records(files[queries_name]).items()) if key in qrels]
+               for key, rec in records if key in qrels]
     return docs, queries, qrels
 
 
@@ -156,13 +188,39 @@ class Peer:
         self.peer = make(path, [(t, b) for t, b, _ in items], **options)
         self.name = name or self.peer.name
 
-    def search(self, query):
+    def search(self, query, limit=LIMIT):
         """Positions of the top hits."""
-        return [int(hit[4:]) - 1 for hit in self.peer.search(query.lower())]
+        return [int(hit[4:]) - 1 for hit in self.peer.search(query.lower(), limit)]
 
     def close(self):
         """Close the peer."""
         self.peer.close()
+
+
+class ReferenceFusion:
+    """A textbook BM25 peer fused with the embedding model by reciprocal rank: the top
+    ``FUSION_DEPTH`` of each, ``1 / (FUSION_K + rank)`` summed, every document's vector
+    compared with the query's."""
+
+    name = REFERENCE_FUSION
+
+    def __init__(self, bm25, items, model):
+        self.bm25, self.model = bm25, model
+        self.vectors = model.embed([model.article_text(t, b) for t, b, _ in items])
+
+    def search(self, query, limit=LIMIT):
+        """Positions of the top hits."""
+        np = self.model._np
+        similarity = self.vectors @ self.model.embed([query])[0]
+        nearest = np.argsort(-similarity, kind="stable")[:FUSION_DEPTH].tolist()
+        fused = {}
+        for ranking in (self.bm25.search(query, FUSION_DEPTH), nearest):
+            for rank, position in enumerate(ranking):
+                fused[position] = fused.get(position, 0.0) + 1.0 / (FUSION_K + rank + 1)
+        return sorted(fused, key=lambda position: (-fused[position], position))[:limit]
+
+    def close(self):
+        """Nothing of its own to close."""
 
 
 def build(items, tmp, label, engines, postgres_url):
@@ -177,19 +235,55 @@ def build(items, tmp, label, engines, postgres_url):
                 label, engine, "_hybrid" if semantic else ""), postgres_url)
             addresses.append((engine, address))
             built.append(Ours(address, items, engine, semantic))
-    built.append(Peer(peers.PlainFTS5, os.path.join(tmp, label + "-fts5.db"), items))
+    for one_field in (True, False):
+        kind = "one field" if one_field else "title+body"
+        built.append(Peer(peers.PlainFTS5, os.path.join(tmp, "%s-fts5-%d.db" % (
+            label, one_field)), items, name="fts5 bm25 (%s)" % kind, weights=(1.0, 1.0),
+            one_field=one_field))
     why = peers.tantivy_available()
     if why:
         skipped["tantivy"] = why
     else:
-        built.append(Peer(peers.Tantivy, os.path.join(tmp, label + "-tantivy"), items))
-        built.append(Peer(peers.Tantivy, os.path.join(tmp, label + "-tantivy1"), items,
-                          name="tantivy (title x1)", title_boost=1.0))
+        for one_field in (True, False):
+            kind = "one field" if one_field else "title+body"
+            built.append(Peer(peers.Tantivy, os.path.join(tmp, "%s-tantivy-%d" % (
+                label, one_field)), items, name="tantivy bm25 (%s)" % kind, title_boost=1.0,
+                one_field=one_field))
+        if model is not None:
+            built.append(ReferenceFusion(built[-1], items, model))
     return built, skipped, addresses
 
 
+def bootstrap(differences, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED):
+    """``(mean, low, high)``: the mean of paired per-query differences and the 2.5th and
+    97.5th percentiles of the means of ``resamples`` resamples (queries drawn with
+    replacement; a seeded ``random.Random``, so the interval is the same run to run)."""
+    n = len(differences)
+    if not n:
+        return 0.0, 0.0, 0.0
+    rng = random.Random(seed)
+    means = sorted(sum(differences[rng.randrange(n)] for _ in range(n)) / n
+                   for _ in range(resamples))
+    return (sum(differences) / n, means[int(0.025 * resamples)],
+            means[min(int(0.975 * resamples), resamples - 1)])
+
+
+def paired(ours, theirs):
+    """What ``ours`` per-query scores do against ``theirs`` (same queries, same order):
+    the ratio of the means, the mean difference and its bootstrap interval, queries won
+    and lost."""
+    differences = [a - b for a, b in zip(ours, theirs)]
+    mean, low, high = bootstrap(differences)
+    total = sum(theirs)
+    return {"ratio": round(sum(ours) / total, 4) if total else None,
+            "mean_diff": round(mean, 4), "low": round(low, 4), "high": round(high, 4),
+            "won": sum(1 for d in differences if d > 0),
+            "lost": sum(1 for d in differences if d < 0)}
+
+
 def measure(name, directory=None, engines=("sqlite",), postgres_url=None):
-    """nDCG@10, recall@10 and latency of every engine on one collection."""
+    """nDCG@10, recall@10 and latency of every engine on one collection, each beside the
+    collection's best BM25 (paired per query)."""
     docs, queries, qrels = load_collection(name)
     items = [(title, body, None) for _, title, body in docs]
     doc_ids = [key for key, _, _ in docs]
@@ -210,14 +304,27 @@ def measure(name, directory=None, engines=("sqlite",), postgres_url=None):
                 s["seconds"].append(time.perf_counter() - started)
                 s["ndcg"].append(ndcg(top, qrels[qid]))
                 s["recall"].append(recall(top, qrels[qid]))
-        rows = [{"collection": name, "engine": e.name, "documents": len(docs),
-                 "queries": len(queries),
-                 "ndcg10": round(sum(scores[e.name]["ndcg"]) / len(queries), 4),
-                 "recall10": round(sum(scores[e.name]["recall"]) / len(queries), 4),
-                 "p50_ms": round(common.median(scores[e.name]["seconds"]) * 1000, 3),
-                 "p99_ms": round(common.percentile(scores[e.name]["seconds"], 99) * 1000, 3)}
-                for e in built]
-        return {"rows": rows, "skipped": skipped, "embedding": embedding_cost(built, items)}
+        means = {e.name: sum(scores[e.name]["ndcg"]) / len(queries) for e in built}
+        bm25 = [e.name for e in built if e.name in BM25_ENGINES]
+        best = max(bm25, key=lambda e: (means[e], -bm25.index(e))) if bm25 else None
+        rows = []
+        for e in built:
+            s = scores[e.name]
+            row = {"collection": name, "tuning": name in TUNING, "engine": e.name,
+                   "documents": len(docs), "queries": len(queries),
+                   "ndcg10": round(means[e.name], 4),
+                   "recall10": round(sum(s["recall"]) / len(queries), 4),
+                   "p50_ms": round(common.median(s["seconds"]) * 1000, 3),
+                   "p99_ms": round(common.percentile(s["seconds"], 99) * 1000, 3),
+                   "best_bm25": best}
+            if best is not None:
+                row["vs_best_bm25"] = paired(s["ndcg"], scores[best]["ndcg"])
+            if REFERENCE_FUSION in scores and "hybrid" in e.name:
+                row["vs_reference_fusion"] = paired(s["ndcg"], scores[REFERENCE_FUSION]["ndcg"])
+            rows.append(row)
+        return {"rows": rows, "skipped": skipped, "embedding": embedding_cost(built, items),
+                "per_query": {e.name: [round(v, 4) for v in scores[e.name]["ndcg"]]
+                              for e in built}}
     finally:
         _cleanup(built, addresses, postgres_url, tmp)
 
@@ -283,32 +390,77 @@ def _cleanup(built, addresses, postgres_url, tmp):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(collections=COLLECTIONS, directory=None, engines=("sqlite",), postgres_url=None):
+def run(collections=tuple(COLLECTIONS), directory=None, engines=("sqlite",), postgres_url=None):
     """Every collection's table and the known items."""
-    rows, skipped, embedded = [], {}, {}
+    rows, skipped, embedded, per_query = [], {}, {}, {}
     load_start = common.load()
     for name in collections:
         result = measure(name, directory, engines, postgres_url)
         rows += result["rows"]
         skipped.update(result["skipped"])
         embedded[name] = result["embedding"]
+        per_query[name] = result["per_query"]
     known = known_items(directory, engines, postgres_url)
     skipped.update(known["skipped"])
     paraphrases = known_items(directory, engines, postgres_url, "paraphrases.json")
     return {"rows": rows, "known": known, "paraphrases": paraphrases, "skipped": skipped,
-            "embedding_ms_per_article": embedded, "load": [load_start, common.load()]}
+            "embedding_ms_per_article": embedded, "per_query_ndcg10": per_query,
+            "tuning": list(TUNING), "load": [load_start, common.load()]}
+
+
+def _versus(row, key="vs_best_bm25"):
+    found = row.get(key)
+    if not found or found["ratio"] is None:
+        return ["-", "-", "-"]
+    return ["%.3fx" % found["ratio"], "%+.4f [%+.4f, %+.4f]" % (
+        found["mean_diff"], found["low"], found["high"]), "%d / %d" % (found["won"],
+                                                                      found["lost"])]
+
+
+def summary(rows):
+    """One line a collection: its set, its best BM25, and ours (and the reference fusion)
+    against it; hybrid against the reference fusion."""
+    out = []
+    for name in dict.fromkeys(r["collection"] for r in rows):
+        mine = {r["engine"]: r for r in rows if r["collection"] == name}
+        lexical = next((r for e, r in mine.items() if e.startswith("ours lexical")), None)
+        hybrid = next((r for e, r in mine.items() if e.startswith("ours hybrid")), None)
+        fusion = mine.get(REFERENCE_FUSION)
+
+        def cell(row, key="vs_best_bm25"):
+            if row is None or not row.get(key) or row[key]["ratio"] is None:
+                return "-"
+            return "%.3fx (low %+.4f)" % (row[key]["ratio"], row[key]["low"])
+        first = next(iter(mine.values()))
+        out.append([name.upper(), "tuning" if first["tuning"] else "never tuned on",
+                    "%s %.4f" % (first["best_bm25"], mine[first["best_bm25"]]["ndcg10"])
+                    if first["best_bm25"] else "-", cell(lexical), cell(hybrid), cell(fusion),
+                    cell(hybrid, "vs_reference_fusion")])
+    return common.table(["collection", "set", "best BM25 (nDCG@10)", "ours lexical",
+                         "ours hybrid", "reference fusion", "hybrid / reference fusion"], out)
 
 
 def render(result):
     """The tables as Markdown."""
-    parts = []
+    parts = ["### Every collection against its best BM25 (nDCG@10: ratio, and the lower end "
+             "of the paired difference's 95%% bootstrap interval)\n\n%s\n\nTuning set: %s; "
+             "the rest were never tuned on." % (summary(result["rows"]), ", ".join(
+                 n.upper() for n in result.get("tuning", TUNING)))]
     for name in dict.fromkeys(r["collection"] for r in result["rows"]):
         rows = [r for r in result["rows"] if r["collection"] == name]
-        parts.append("### %s (%s documents, %d judged queries)\n\n%s" % (
-            name.upper(), common.n(rows[0]["documents"]), rows[0]["queries"],
-            common.table(["engine", "nDCG@10", "recall@10", "p50 ms", "p99 ms"],
-                         [[r["engine"], "%.4f" % r["ndcg10"], "%.4f" % r["recall10"],
-                           r["p50_ms"], r["p99_ms"]] for r in rows])))
+        parts.append("### %s (%s documents, %d judged queries; %s)\n\n%s\n\nBest BM25: %s."
+                     % (name.upper(), common.n(rows[0]["documents"]), rows[0]["queries"],
+                        "tuning set" if rows[0]["tuning"] else "never tuned on",
+                        common.table(["engine", "nDCG@10", "recall@10", "x best BM25",
+                                      "paired difference [95% interval]", "won / lost",
+                                      "p50 ms", "p99 ms"],
+                                     [[r["engine"], "%.4f" % r["ndcg10"], "%.4f" % r["recall10"]]
+                                      + _versus(r) + [r["p50_ms"], r["p99_ms"]] for r in rows]),
+                        rows[0]["best_bm25"]))
+        for r in rows:
+            if r.get("vs_reference_fusion"):
+                parts.append("%s against the reference fusion: %s, %s, won / lost %s." % (
+                    r["engine"], *_versus(r, "vs_reference_fusion")))
     for key, heading in (("known", "Known items"), ("paraphrases", "Paraphrases")):
         known = result[key]
         cells = [[case["query"], ", ".join(e.rsplit("/", 1)[-1] for e in case["expect"])]

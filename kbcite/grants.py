@@ -9,7 +9,7 @@ mode wins, and a subject's own row wins over a group's.
 
 from . import access
 from .errors import InvalidArgument, NotFound
-from .tokens import WRITE_MODES
+from .limits import WRITE_MODES
 from .validation import check_people_string, shown
 from .versions import format_version
 

@@ -14,12 +14,9 @@ import secrets
 
 from . import access, sessions
 from .errors import InvalidArgument, NotFound
+from .limits import WRITE_MODES
 from .validation import check_people_string, shown
 from .versions import format_version
-
-# How a token lets its holder's edits through: a person approves each as it is made (ask), all
-# go (allow), none do (deny), or each waits as a proposal for a person to review (review).
-WRITE_MODES = ("ask", "allow", "deny", "review")
 
 # Tokens are 32 random bytes (RFC 6750 bearer tokens need no more), prefixed so that one
 # found in a log or a repository is recognisable, and stored only as a SHA-256.

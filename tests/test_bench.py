@@ -147,15 +147,24 @@ def test_search_quality_scores_every_engine_on_a_judged_collection(tmp_path):
                            str(tmp_path)], capture_output=True, timeout=300, cwd=str(ROOT))
     assert done.returncode == 0, done.stderr.decode("utf-8")
     stdout = done.stdout.decode("utf-8")
-    assert "### CISI (1,460 documents, 76 judged queries)" in stdout
+    assert "### CISI (1,460 documents, 76 judged queries; tuning set)" in stdout
     assert "### Known items" in stdout
     data = json.loads(out.read_text(encoding="utf-8"))
     engines = {row["engine"]: row for row in data["rows"]}
-    assert {"ours lexical (sqlite)", "fts5-or-bm25"} <= set(engines)
+    assert {"ours lexical (sqlite)", "fts5 bm25 (one field)", "fts5 bm25 (title+body)"} \
+        <= set(engines)
     assert "ours hybrid (sqlite)" in engines or "ours hybrid" in data["skipped"]
-    assert "tantivy" in engines or "tantivy" in data["skipped"]
+    assert "tantivy bm25 (one field)" in engines or "tantivy" in data["skipped"]
     for row in engines.values():
         assert 0 < row["ndcg10"] < 1 and 0 < row["recall10"] < 1 and row["p50_ms"] > 0
+        # CISI is of the tuning set; every engine is paired with the best of the BM25s.
+        assert row["tuning"] and row["best_bm25"] in engines
+        paired = row["vs_best_bm25"]
+        assert paired["low"] <= paired["mean_diff"] <= paired["high"]
+    best = engines[engines["ours lexical (sqlite)"]["best_bm25"]]
+    assert best["ndcg10"] == max(engines[e]["ndcg10"] for e in engines if " bm25 (" in e
+                                 and not e.startswith("reference"))
+    assert "| CISI | tuning |" in stdout
     assert len(data["known"]["rows"]) >= 6
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quality.json"]
 
@@ -166,6 +175,19 @@ def test_search_quality_measures_as_documented(monkeypatch):
     docs, queries, qrels = quality["load_collection"]("cacm")
     assert len(docs) == 3204 and len(queries) == 52
     assert all(qid in qrels for qid, _ in queries)
+    # Cranfield's judgements number its queries in order (its .I numbers skip), and its
+    # code -1 is not a judgement of relevance.
+    docs, queries, qrels = quality["load_collection"]("cran")
+    assert len(docs) == 1400 and len(queries) == 225 and queries[2][0] == 3
+    assert queries[2][1].startswith("what problems of heat conduction in composite slabs")
+    assert sum(len(found) for found in qrels.values()) == 1612
+    assert [len(quality["load_collection"](name)[1]) for name in ("med", "adi")] == [30, 35]
+    assert set(quality["TUNING"]) < set(quality["COLLECTIONS"]) and len(quality["TUNING"]) <= 2
+    mean, low, high = quality["bootstrap"]([0.1, -0.2, 0.3, 0.0])
+    assert mean == pytest.approx(0.05) and low < mean < high
+    assert quality["bootstrap"]([0.1, -0.2, 0.3, 0.0]) == (mean, low, high)
+    paired = quality["paired"]([1.0, 0.5, 0.0], [0.5, 0.5, 0.5])
+    assert (paired["ratio"], paired["won"], paired["lost"]) == (1.0, 1, 1)
     assert quality["clip"]("one two  three", 9) == "one two"
     assert quality["ndcg"]([1, 2, 3], {1, 2, 3}) == 1.0
     assert quality["ndcg"]([9, 1], {1}) == pytest.approx(1 / math.log2(3))

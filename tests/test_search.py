@@ -298,6 +298,23 @@ def test_the_store_ranks_as_the_reference_does(kb, monkeypatch):
     assert compared > 1000
 
 
+def test_a_question_whose_rare_words_decide_stops_at_their_lists(kb):
+    # The rare word's three articles outscore anything the common words alone can give, so
+    # the search proves its hits after that word's list, as the exhaustive ranking has them.
+    articles = [(kb.create_article(KB, "Zebra crossing %d" % n, "zebra alpha beta"),
+                 "Zebra crossing %d" % n, "zebra alpha beta") for n in range(3)]
+    for n in range(40):
+        title, body = "Common page %d" % n, "alpha beta gamma delta " * (1 + n % 4)
+        articles.append((kb.create_article(KB, title, body), title, body))
+    query = "zebra alpha beta gamma delta"
+    found = ids(kb, query, limit=3)
+    assert found == reference(articles, query, 3) == [a[0] for a in articles[:3]]
+    assert kb.last_search["scored"] == 3
+    # Asked for more than the rare word holds, it reads the common words' articles too.
+    assert ids(kb, query, limit=5) == reference(articles, query, 5)
+    assert kb.last_search["scored"] > 3
+
+
 def test_the_any_word_tier_takes_the_shortest_titles_first(kb, monkeypatch):
     monkeypatch.setattr(tiers, "CANDIDATES_PER_QUERY", 3)
     # Many articles hold "alpha" in a long title, created first; one holds it in a short one.

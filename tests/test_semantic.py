@@ -125,7 +125,9 @@ def test_a_damaged_model_is_one_reason_and_search_goes_on_lexical(tmp_path, cloc
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[('ls', 'lexical')]"
     said = [line for line in done.stderr.splitlines() if line.startswith("search:")]
-    assert len(said) == 1 and "did not load" in said[0] and embedding.EXTRA in said[0]
+    # The files are looked for before anything loads, and named.
+    assert len(said) == 1 and "files are missing" in said[0] and embedding.EXTRA in said[0]
+    assert str(embedding.WEIGHTS_FILE) in said[0]
 
 
 @needs_model

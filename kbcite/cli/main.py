@@ -13,26 +13,11 @@ Exit status: 0 done, 1 error, 2 usage, 3 conflict (a stale --expected-version, o
 that left edited articles alone). A closed output pipe ends the command quietly (141).
 """
 
+import importlib
 import os
 import sys
 
 from ..errors import ToolError
-from ..store import KBStore
-from .admin import (
-    cmd_audit, cmd_dump, cmd_grant, cmd_init, cmd_knowledge_bases, cmd_reindex, cmd_restore,
-    cmd_token,
-)
-from .articles import (
-    cmd_add, cmd_delete, cmd_edit, cmd_events, cmd_list, cmd_publish, cmd_read, cmd_save,
-    cmd_search, cmd_unpublish,
-)
-from .completing import InstallRefused, complete, install
-from .completion import script
-from .folders import cmd_export, cmd_import
-from .history import cmd_diff, cmd_history, cmd_revert
-from .merge import cmd_merge
-from .review import cmd_review
-from .serve import cmd_serve
 from .messages import (
     EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG,
     Conflict, Interrupted, UsageError, person_message,
@@ -40,24 +25,38 @@ from .messages import (
 from .output import print_json
 from .parser import build_parser, parse
 
-
+# Each command's module beside this one and its function: imported when that command runs,
+# so ``kb --help`` and a usage error load neither the store nor the other commands.
 COMMANDS = {
-    "init": cmd_init, "knowledge-bases": cmd_knowledge_bases, "add": cmd_add, "save": cmd_save,
-    "publish": cmd_publish, "unpublish": cmd_unpublish, "list": cmd_list, "search": cmd_search,
-    "read": cmd_read, "edit": cmd_edit, "events": cmd_events, "import": cmd_import,
-    "audit": cmd_audit, "reindex": cmd_reindex, "token": cmd_token, "grant": cmd_grant,
-    "history": cmd_history, "merge": cmd_merge,
-    "diff": cmd_diff, "revert": cmd_revert, "delete": cmd_delete, "export": cmd_export,
-    "dump": cmd_dump, "restore": cmd_restore,
-    "review": cmd_review,
+    "init": ("admin", "cmd_init"), "knowledge-bases": ("admin", "cmd_knowledge_bases"),
+    "add": ("articles", "cmd_add"), "save": ("articles", "cmd_save"),
+    "publish": ("articles", "cmd_publish"), "unpublish": ("articles", "cmd_unpublish"),
+    "list": ("articles", "cmd_list"), "search": ("articles", "cmd_search"),
+    "read": ("articles", "cmd_read"), "edit": ("articles", "cmd_edit"),
+    "events": ("articles", "cmd_events"), "import": ("folders", "cmd_import"),
+    "audit": ("admin", "cmd_audit"), "reindex": ("admin", "cmd_reindex"),
+    "token": ("admin", "cmd_token"), "grant": ("admin", "cmd_grant"),
+    "history": ("history", "cmd_history"), "merge": ("merge", "cmd_merge"),
+    "diff": ("history", "cmd_diff"), "revert": ("history", "cmd_revert"),
+    "delete": ("articles", "cmd_delete"), "export": ("folders", "cmd_export"),
+    "dump": ("admin", "cmd_dump"), "restore": ("admin", "cmd_restore"),
+    "review": ("review", "cmd_review"),
     "upgrade": None,  # upgrade opens the store its own way (main)
     "completion": None,  # completion needs no store
     "serve": None,  # the server opens the store itself
 }
 
 
+def command(name):
+    """The function of command ``name`` (``COMMANDS``), its module imported now."""
+    module, function = COMMANDS[name]
+    return getattr(importlib.import_module("." + module, __package__), function)
+
+
 def cmd_completion(args, out):
     """Print the shell's completion script, or --install it where the shell looks."""
+    from .completing import InstallRefused, install
+    from .completion import script
     text = script(build_parser(), args.shell)
     if not args.install:
         out.write(text)
@@ -79,6 +78,7 @@ def main(argv=None):
     """The admin command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["__complete"]:  # the completion scripts' question at a TAB (hidden)
+        from .completing import complete
         return complete(build_parser(), argv[1:], os.environ, sys.stdout)
     args = parse(argv)
     out = sys.stdout
@@ -86,8 +86,10 @@ def main(argv=None):
         if args.command == "completion":
             status = cmd_completion(args, out)
         elif args.command == "serve":
+            from .serve import cmd_serve
             status = cmd_serve(build_parser(), args, out)
         elif args.command == "upgrade":
+            from ..store import KBStore
             old, new = KBStore.upgrade(args.db)
             if args.json:
                 print_json({"store": args.db, "from_schema": old, "to_schema": new,
@@ -97,8 +99,10 @@ def main(argv=None):
                       else "%s is already at schema %d" % (args.db, new), file=out)
             status = EXIT_OK
         else:
+            from ..store import KBStore
+            run = command(args.command)
             with KBStore(args.db, create=args.command in ("init", "restore")) as store:
-                status = COMMANDS[args.command](store, args, out)
+                status = run(store, args, out)
         out.flush()
     except Conflict as exc:
         print("%s: conflict: %s" % (PROG, exc), file=sys.stderr)

@@ -5,8 +5,7 @@ import getpass
 import os
 
 from .. import __version__
-from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
-from ..tokens import WRITE_MODES
+from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, WRITE_MODES
 from .messages import PROG
 from . import serve
 from .output import FORMATS

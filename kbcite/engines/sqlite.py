@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.request
+import urllib.parse
 
 from ..errors import CallCancelled, NotAStore, StoreFailed, WouldWait
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
@@ -67,7 +67,14 @@ def _uri(path, create):
     """A ``file:`` URI for ``path`` that opens it read-write, creating it only if ``create``."""
     if path.startswith("file:"):
         return path  # the caller's own URI, with whatever mode it names
-    quoted = urllib.request.pathname2url(os.path.abspath(path))
+    # On POSIX ``urllib.request.pathname2url`` is ``urllib.parse.quote``; urllib.request
+    # itself brings http.client, ssl and email (12 ms of every start), so it is imported
+    # only where its own form is needed.
+    if os.name == "nt":
+        from urllib.request import pathname2url
+        quoted = pathname2url(os.path.abspath(path))
+    else:
+        quoted = urllib.parse.quote(os.path.abspath(path))
     return "file:%s?mode=%s" % (quoted, "rwc" if create else "rw")
 
 

@@ -154,6 +154,25 @@ def mode(requested=None):
     return value
 
 
+def missing():
+    """Why the model cannot load, found without loading it (the extra not installed, its
+    files absent), or None where its files are all there: what a process says at start."""
+    root = package_root()
+    if root is None:
+        return "the semantic half is not installed (%s)" % EXTRA
+    absent = [str(name) for name in (TOKENIZER_FILE, WEIGHTS_FILE) if not (root / name).is_file()]
+    if absent:
+        return "the semantic model's files are missing (%s); reinstall with %s" % (
+            ", ".join(absent), EXTRA)
+    return None
+
+
+def loaded():
+    """Whether ``model()`` has run in this process (loaded, or failed to)."""
+    with _load_lock:
+        return "result" in _loaded
+
+
 def model():
     """``(Embedder, None)`` loaded once per process, or ``(None, why not)``."""
     with _load_lock:
@@ -164,9 +183,10 @@ def model():
 
 def _load():
     try:
+        why = missing()
+        if why is not None:  # the reason a process said at start, said again the same way
+            return None, why
         root = package_root()
-        if root is None:
-            return None, "the semantic half is not installed (%s)" % EXTRA
         # The tokenizers library would start threads of its own for a batch; one is enough
         # for a handful of words, and the server has its own threads.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -176,8 +196,10 @@ def _load():
             type(exc).__name__, str(exc)[:200], EXTRA)
 
 
-def status_line(embedder, why):
-    """The one line a process says at start about its search."""
-    if embedder is not None:
-        return "search: hybrid (lexical and semantic, model %s)" % embedder.name
+def status_line(embedder, why, name=MODEL_NAME):
+    """The one line a process says about its search: hybrid where ``embedder`` is loaded (or,
+    at start, where nothing is ``why`` it cannot load), else lexical only and why."""
+    if embedder is not None or why is None:
+        return "search: hybrid (lexical and semantic, model %s)" % (
+            embedder.name if embedder is not None else name)
     return "search: lexical only: %s" % why

@@ -106,6 +106,21 @@ class Semantic:
         """Whether search is hybrid (loads the model, the first time)."""
         return self.embedder is not None
 
+    @property
+    def expected(self):
+        """Whether search will be hybrid, told without loading the model (its files are
+        there; it loads at the first search or write that needs it), and said once in the
+        log: a server says at start which search it runs and need not load a 16 MB model
+        for a process that may never search. A model that then fails to load leaves search
+        lexical, and says so."""
+        if self.mode == "off":
+            return False
+        if embedding.loaded():
+            return self.on
+        why = embedding.missing()
+        say_once(embedding.status_line(None, why))
+        return why is None
+
     # -- upkeep, in the caller's write transaction -----------------------------------------------
 
     def written(self, db, kb, pk, title, content, published, was_published):

@@ -24,6 +24,10 @@ TIERED_TERMS_MAX = 4
 # best), and for every word the shortest titles holding it.
 QUESTION_CANDIDATES = 150
 
+# While its hits are not proven (``_whole_lists_decide``), a question reads its rarer words'
+# whole lists on, one word at a time, up to this many articles between them.
+QUESTION_PROOF_CANDIDATES = 1500
+
 # The every-word queries of a question use at most this many of its words, the rarest: ten
 # already pin an article down.
 QUESTION_EVERY_TERMS = 10
@@ -71,6 +75,31 @@ def query_stats(db, kb, text):
 def _rarest(terms, counts):
     """``terms``, the rarest first (ties in the query's order)."""
     return sorted(terms, key=lambda t: (sum(counts[t]), terms.index(t)))
+
+
+def _whole_lists_decide(db, kb, prefix, needles, limit, scored, gather):
+    """Score a question's rarest words' whole lists (``prefix``), one word at a time, and
+    stop as soon as the hits are proven: whether they were (then nothing else is asked).
+
+    After the lists of the rarest ``j`` words, an article not scored holds none of them, so
+    its score is below the sum of the other words' ``weight x idf x (K1 + 1)`` (a word's
+    part of the score, ``tf / (tf + K1)`` of that, never reaches it): once ``limit`` hits
+    score at least that bound, no article left can displace one (MaxScore; Turtle and
+    Flood, 1995). The hits are then exactly those the whole gathering below finds (it scores
+    a superset), at a fraction of its work where the rare words decide, as they mostly do.
+    """
+    bound = sum(factor for _, _, factor, _ in needles)
+    factors = {term: factor for term, _, factor, _ in needles}
+    for term in prefix:
+        gather(*db.match_docs(kb["pk"], [([term], False, 0)], QUESTION_PROOF_CANDIDATES))
+        bound -= factors[term]
+        if len(scored) >= limit:
+            # The limit-th hit in order; a title the question names comes first whatever
+            # its score, and is in the rarest word's list (it holds every word).
+            kth = sorted(scored.values())[limit - 1]
+            if kth[0] is False or -kth[2] > bound:
+                return True
+    return False
 
 
 def ranked(db, kb, text, limit, work):
@@ -135,19 +164,20 @@ def ranked(db, kb, text, limit, work):
         # A question: the rarer words' articles whole, up to the budget, and the shortest
         # titles holding each word (where a title the question names is); where no word's
         # articles fit the budget, the articles holding the rarest few (below).
-        prefix, total = [], 0
+        prefix, proof, total = [], [], 0
         for term in rarest_first:
-            if total + sum(counts[term]) > QUESTION_CANDIDATES:
-                break
-            prefix.append(term)
             total += sum(counts[term])
-        if prefix:
+            if total <= QUESTION_CANDIDATES:
+                prefix.append(term)
+            if total > QUESTION_PROOF_CANDIDATES:
+                break
+            proof.append(term)
+        if prefix and not _whole_lists_decide(db, kb, proof, needles, limit, scored, gather):
             # And the articles holding every word (of the rarest ten), anywhere and in the
             # title: where a title the question is, and the runners-up of a long title's
-            # search.
+            # search. (The rarer words' lists were read whole above.)
             every = rarest_first[:QUESTION_EVERY_TERMS]
-            gather(*db.match_docs(kb["pk"], [([t], False, 0) for t in prefix]
-                                  + [(every, False, 0), (every, True, 0)],
+            gather(*db.match_docs(kb["pk"], [(every, False, 0), (every, True, 0)],
                                   QUESTION_CANDIDATES))
             gather(db.title_candidates(kb["pk"], rarest_first, limit))
         else:

@@ -24,6 +24,7 @@ import secrets
 import time
 
 from ..errors import ToolError
+from ..limits import APPROVAL_TTL_S
 from ..linediff import CHANGED_CHARS, printable, unified
 from ..validation import shown
 from .jsonrpc import INVALID_PARAMS, RpcError, to_json, tool_error, tool_result
@@ -47,9 +48,6 @@ DECLINED_IN_CLIENT = "the person declined to review it when the client asked"
 # The key of the one input request an approval makes (2026-07-28 inputRequests).
 APPROVAL_KEY = "approve"
 
-# How long an approval handle stays good: long enough to read an edit, short enough that a
-# forgotten one lapses (as long as a handshake session's question waits, ASK_TIMEOUT_S).
-APPROVAL_TTL_S = 600
 
 # The question shows the title and knowledge-base ID cut to this.
 QUESTION_TITLE_CHARS = 200

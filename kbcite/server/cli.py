@@ -14,7 +14,6 @@ import difflib
 import importlib.util
 import io
 import logging
-import logging.config
 import os
 import secrets
 import sys
@@ -23,7 +22,7 @@ from .. import __version__
 from ..errors import ToolError
 from ..limits import ACTOR_MAX, SCHEMA_VERSION
 from ..store import KBStore
-from ..tokens import WRITE_MODES
+from ..limits import WRITE_MODES
 from .dispatch import Dispatch
 from .inbound import SERVER_NAME
 from .links import check_public_url
@@ -277,6 +276,7 @@ def run(parser, args):
     """Run the server of parsed ``args``; ``parser`` says what a usage error is (kb-server's
     own, or kb serve's)."""
     check_args(parser, args)
+    import logging.config  # only here: 7 ms that --help and a refused argument do without
     logging.config.dictConfig(log_config(args.log_format, args.log_file))
     open_store(args).close()
     # The issuer is reached before anything is logged: a wrong one is the only line.

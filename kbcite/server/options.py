@@ -6,8 +6,7 @@ import argparse
 import os
 import urllib.parse
 
-from ..tokens import WRITE_MODES
-from .approval import APPROVAL_TTL_S
+from ..limits import APPROVAL_TTL_S, WRITE_MODES
 from .logs import LOG_FORMATS
 from .oauth.scopes import SUBJECT_CLAIMS
 from .pool import QUEUED_EDITS, READERS

@@ -22,7 +22,6 @@ import time
 from ..errors import StoreBusy, WouldWait
 from ..limits import BUSY_TIMEOUT_S
 from ..search.semantic import Semantic
-from ..store import KBStore
 from .session import Cancelled
 
 # Connections per process (--threads): reads at once, and edits at once (an edit holds its
@@ -67,7 +66,7 @@ class Connections:
             try:
                 store = self._idle.get_nowait()
             except queue.Empty:
-                store = KBStore(self.address, timeout=self.timeout)
+                store = _store(self.address, self.timeout)
             store.clear_interrupt()  # an earlier call's cancellation is not this one's
             try:
                 yield store
@@ -93,6 +92,13 @@ class _Turn:
         self.count = 0
 
 
+def _store(address, timeout):
+    """A new store connection. (The store's module is imported here, at the first, not with
+    this one: ``kb --help`` and ``kb-server --help`` read this module's defaults only.)"""
+    from ..store import KBStore
+    return KBStore(address, timeout=timeout)
+
+
 def _wait(lock, cancelled):
     """Acquire ``lock`` (a Lock or a semaphore), giving up if ``cancelled`` is set."""
     if cancelled is None:
@@ -110,9 +116,10 @@ class StorePool:
                  timeout=BUSY_TIMEOUT_S):
         self.address = address
         self.timeout = timeout
-        # Whether this process's stores search hybrid (the [semantic] extra's model loaded,
-        # and KBCITE_SEMANTIC is not off): decided, and said in the log, once at start.
-        self.hybrid = Semantic.opened(None, address).on
+        # Whether this process's stores search hybrid (the [semantic] extra's model files are
+        # there, and KBCITE_SEMANTIC is not off): decided, and said in the log, once at start;
+        # the model itself loads at the first search or write that needs it.
+        self.hybrid = Semantic.opened(None, address).expected
         self.queued_edits = queued_edits
         # Edits one knowledge base can have in flight in a process before store_busy.
         self.edit_slots = writers + queued_edits
@@ -149,7 +156,7 @@ class StorePool:
             return
         store = getattr(local, "store", None)
         if store is None:
-            store = local.store = KBStore(self.address, timeout=self.timeout)
+            store = local.store = _store(self.address, self.timeout)
             with self._own_lock:
                 self._own.append(store)
         local.lent = True
