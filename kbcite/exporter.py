@@ -30,7 +30,7 @@ import stat
 
 from . import access, history
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
-from .folder import EXTENSIONS
+from .folder_scan import EXTENSIONS
 from .changes import normalized
 from .markdown import format_document, format_like, parse_document
 from .validation import check_source

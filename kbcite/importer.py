@@ -1,6 +1,6 @@
 """Import: a folder of Markdown files synced into a knowledge base, honouring later edits.
 
-``kbcite.folder`` reads and checks every file first (the only I/O of an import), naming every
+``kbcite.folder_scan`` reads and checks every file first (the only I/O of an import), naming every
 bad one; ``sync_plan`` decides what to do with each file and article (pure: it reads nothing
 and writes nothing); ``sync_apply`` carries one decision out in the sync's one write
 transaction. An article edited since the import wrote it (by a person or an agent) is left
@@ -18,7 +18,7 @@ from . import access, articles
 from .changes import normalized
 from .linediff import similarity
 from .errors import InvalidArgument
-from .folder import bad_files_error, read_folder
+from .folder_scan import bad_files_error, read_folder
 from .limits import SYNC_ACTIONS
 from .validation import check_new_article, check_source
 

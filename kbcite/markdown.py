@@ -5,7 +5,7 @@ Front matter is YAML between ``---`` lines (closed by ``---`` or ``...``) or TOM
 ``|`` scalar; a TOML basic or literal string), and what an export writes there: ``article_id``,
 ``version``, ``source``, ``published``. Other keys are allowed and ignored. Without a title
 there, the first ``# `` heading is the title (and leaves the body); without one, the file's
-name. Pure text work, apart from ``read_utf8_file``: ``kbcite.folder`` walks folders.
+name. Pure text work, apart from ``read_utf8_file``: ``kbcite.folder_scan`` walks folders.
 """
 
 import json

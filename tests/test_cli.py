@@ -18,7 +18,7 @@ import pytest
 
 import kbcite
 from kbcite import KBStore, cli
-from kbcite.folder import read_markdown_folder
+from kbcite.folder_scan import read_markdown_folder
 from support.cli import COMMAND_ENVIRONMENT, run_kb
 from support.commands import ROOT, child_env, module_argv
 from support.files import write

@@ -12,7 +12,7 @@ import pytest
 
 import kbcite
 from kbcite import KBStore
-from kbcite.folder import read_folder
+from kbcite.folder_scan import read_folder
 from kbcite.markdown import format_document, parse_document
 from support.commands import ROOT
 from support.files import write

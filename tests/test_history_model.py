@@ -64,7 +64,7 @@ from kbcite.server.dispatch import Dispatch  # noqa: E402
 from kbcite.server.http.app import McpApp  # noqa: E402
 from kbcite.server.http.settings import Settings  # noqa: E402
 from kbcite.server.pool import StorePool  # noqa: E402
-from kbcite.server.session import Principal, Session  # noqa: E402
+from kbcite.server.calls import Principal, Session  # noqa: E402
 from conftest import postgres_schema_url  # noqa: E402
 from support.asgi import AsgiClient, hidden_fields  # noqa: E402
 from support.cli import run_kb  # noqa: E402

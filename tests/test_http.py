@@ -665,23 +665,23 @@ def test_reads_are_answered_while_edits_wait_for_a_lock(served, server, hold_wri
 
 def test_the_help_states_the_defaults_the_http_modules_use():
     from kbcite import tokens
-    from kbcite.server.http import h11_guard, sessions, settings
+    from kbcite.server.http import h11_guard, handshakes, settings
     assert cli.HTTP_DEFAULTS == {
         "max_body": settings.MAX_BODY, "max_connections": h11_guard.MAX_CONNECTIONS,
         "request_timeout": h11_guard.REQUEST_TIMEOUT_S, "idle_timeout": h11_guard.IDLE_TIMEOUT_S,
-        "session_timeout": sessions.SESSION_TIMEOUT_S,
-        "sessions_per_token": sessions.SESSIONS_PER_TOKEN,
+        "session_timeout": handshakes.SESSION_TIMEOUT_S,
+        "sessions_per_token": handshakes.SESSIONS_PER_TOKEN,
         "web_session_timeout": tokens.WEB_SESSION_TIMEOUT_S,
         "web_sessions_per_token": tokens.WEB_SESSIONS_PER_TOKEN,
         "keepalive": settings.KEEPALIVE_S, "subscriptions_per_token": SUBSCRIPTIONS_MAX}
     from kbcite.server import options
-    from kbcite.server.http import guard
-    assert options.PARSERS == guard.PARSERS
+    from kbcite.server.http import connection_guard
+    assert options.PARSERS == connection_guard.PARSERS
 
 
 def test_the_guarded_parser_is_httptools_where_installed_and_h11_when_asked():
     pytest.importorskip("httptools")
-    from kbcite.server.http.guard import Guard
+    from kbcite.server.http.connection_guard import Guard
     from kbcite.server.http.h11_guard import GuardedH11Protocol
     from kbcite.server.http.httptools_guard import GuardedHttpToolsProtocol
     from kbcite.server.http.serve import protocol_class

@@ -16,9 +16,9 @@ import time
 import pytest
 
 import kbcite
-from kbcite.server.http.sessions import HttpSessions
+from kbcite.server.http.handshakes import HttpSessions
 from kbcite.server.protocol import Principal
-from kbcite.server.session import Call
+from kbcite.server.calls import Call
 from support.commands import ROOT, child_env
 from support.http_server import TIMEOUT, Server, connect, head
 from support.stdio_client import EDIT, make_db

@@ -23,7 +23,7 @@ FLOORS = {
         "kbcite.context", "kbcite.history", "kbcite.citations", "kbcite.changes",
         "kbcite.catalog", "kbcite.proposals", "kbcite.linediff", "kbcite.threeway",
         "kbcite.merging",
-        "kbcite.folder", "kbcite.exporter", "kbcite.folders", "kbcite.backup", "kbcite.upgrade",
+        "kbcite.folder_scan", "kbcite.exporter", "kbcite.folders", "kbcite.backup", "kbcite.upgrade",
         "kbcite.search.hits", "kbcite.search.tiers", "kbcite.search.index",
         "kbcite.search.semantic"],
     # The engines: the package that picks one; each engine, then its schema and its full-text
@@ -52,7 +52,7 @@ SERVER_FLOORS = {
     2: ["kbcite.server.dispatch"],
     1: ["kbcite.server.protocol", "kbcite.server.approval", "kbcite.server.resources",
         "kbcite.server.subscriptions", "kbcite.server.pool"],
-    0: ["kbcite.server", "kbcite.server.inbound", "kbcite.server.links", "kbcite.server.session",
+    0: ["kbcite.server", "kbcite.server.inbound", "kbcite.server.links", "kbcite.server.calls",
         "kbcite.server.jsonrpc", "kbcite.server.throttle", "kbcite.server.logs"],
 }
 TRANSPORTS = ("kbcite.server.stdio", "kbcite.server.http.")

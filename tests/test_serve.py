@@ -12,8 +12,8 @@ import pytest
 
 import kbcite
 from kbcite.server import cli as server_cli
-from kbcite.server.http.access import AccessLog
-from kbcite.server.session import CALLER
+from kbcite.server.http.access_log import AccessLog
+from kbcite.server.calls import CALLER
 from support.cli import run_kb
 from support.http_server import TIMEOUT, Server
 from support.web import WebClient

@@ -12,7 +12,7 @@ from kbcite import KBStore, VersionConflict
 from kbcite.server import inbound
 from kbcite.server.dispatch import Dispatch
 from kbcite.server.pool import StorePool
-from kbcite.server.session import Principal, Session
+from kbcite.server.calls import Principal, Session
 from support.cli import run_kb
 
 KB = "kb-same"

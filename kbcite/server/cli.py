@@ -31,7 +31,7 @@ from .options import (  # noqa: F401 (HTTP_DEFAULTS: kb-server's own)
     HTTP_DEFAULTS, MINIMUM, ORIGIN_FORM, POSITIVE, add_http_options, is_origin,
 )
 from .pool import StorePool
-from .session import Principal
+from .calls import Principal
 from .stdio import StdioTransport
 
 MISSING_HTTP = ("kb-server: error: argument --http: serving HTTP needs uvicorn, which is not "
@@ -229,7 +229,7 @@ def oauth_settings(args):
 def serve_http(args, secret, oauth):
     """Serve Streamable HTTP until SIGINT or SIGTERM; returns the exit code."""
     try:
-        from .http.guards import is_loopback
+        from .http.request_checks import is_loopback
         from .http.h11_guard import Guard
         from .http.serve import serve, server_log_config
         from .http.settings import Settings

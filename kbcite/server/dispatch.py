@@ -15,7 +15,7 @@ from .approval import ApprovalSigner
 from .jsonrpc import (INTERNAL_ERROR, RpcError, error_response, is_request_id,
                       result_response)
 from .protocol import Context, Listen, Protocol
-from .session import Call, Cancelled
+from .calls import Call, Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class Outcome:
 
 class LocalSessions:
     """The keeper of a session this process alone holds (stdio): what the client sends acts
-    on it here. (Over HTTP the store keeps sessions for every process: ``http.sessions``.)"""
+    on it here. (Over HTTP the store keeps sessions for every process: ``http.handshakes``.)"""
 
     @staticmethod
     def initialized(session):

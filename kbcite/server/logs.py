@@ -3,7 +3,7 @@ to a file; the same configuration for the parent process and every uvicorn worke
 
 Standard library only, so the stdio server takes the same options. The JSON form carries the
 record's time (UTC, milliseconds), level, logger and message; an access record (``access``,
-one per HTTP request, see ``http.access``) carries its fields instead of a message.
+one per HTTP request, see ``http.access_log``) carries its fields instead of a message.
 """
 
 import json

@@ -26,7 +26,7 @@ MINIMUM = {"queued_edits": 0, "max_body": 1, "max_connections": 1, "workers": 1,
 POSITIVE = ("request_timeout", "idle_timeout", "session_timeout", "web_session_timeout",
             "keepalive")
 
-# --http-parser's choices, as kbcite.server.http.guard.PARSERS has them (the HTTP package is
+# --http-parser's choices, as kbcite.server.http.connection_guard.PARSERS has them (the HTTP package is
 # imported only to serve it; tests/test_http.py checks that the two agree).
 PARSERS = ("auto", "httptools", "h11")
 

@@ -22,7 +22,7 @@ import time
 from ..errors import StoreBusy, WouldWait
 from ..limits import BUSY_TIMEOUT_S
 from ..search.semantic import Semantic
-from .session import Cancelled
+from .calls import Cancelled
 
 # Connections per process (--threads): reads at once, and edits at once (an edit holds its
 # connection while it waits for a lock; reads never wait for one).

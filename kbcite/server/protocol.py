@@ -22,7 +22,7 @@ from .inbound import (LATEST_LEGACY, LEGACY_VERSIONS, META_CAPABILITIES, META_SE
                       SERVER_VERSION, SUPPORTED_VERSIONS)
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
                       UNSUPPORTED_VERSION, RpcError, tool_error, tool_result)
-from .session import Call, Cancelled, Principal, Session
+from .calls import Call, Cancelled, Principal, Session
 from .throttle import Throttle
 
 EDIT_TOOL = "edit_knowledge_article"

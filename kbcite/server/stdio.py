@@ -14,7 +14,7 @@ from .inbound import route
 from .jsonrpc import (INTERNAL_ERROR, PARSE_ERROR, RpcError, encode, error_response, id_if_any,
                       id_key)
 from .pool import READERS
-from .session import Cancelled, Session
+from .calls import Cancelled, Session
 from .subscriptions import SUBSCRIPTIONS_MAX, Hub, Subscriber, TooMany
 
 log = logging.getLogger(__name__)

@@ -26,9 +26,9 @@ from .. import web
 from ..throttle import Throttle
 from .auth import Auth
 from .exchange import Exchange
-from .guards import Guards, check_framing
+from .request_checks import Guards, check_framing
 from .request import MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal, Reply, Request, refusal
-from .sessions import HttpSessions, delete
+from .handshakes import HttpSessions, delete
 from .streams import NotificationStreams, event
 from .threads import Threads
 

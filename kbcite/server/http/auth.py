@@ -12,7 +12,7 @@ import logging
 from ...errors import ToolError
 from ..pool import Connections
 from ..inbound import SERVER_NAME, WAITING_TOOLS
-from ..session import CALLER, Principal
+from ..calls import CALLER, Principal
 from ..throttle import Throttle
 from .request import (AUTHENTICATED, MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal,
                       refusal, unavailable)

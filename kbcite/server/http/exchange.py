@@ -16,7 +16,7 @@ from ...errors import WouldWait
 from ..inbound import ERROR_STATUS, route, session_version_error
 from ..jsonrpc import PARSE_ERROR, error_response, id_if_any
 from .request import Refusal, Reply, refusal
-from .sessions import SessionSubscriptions
+from .handshakes import SessionSubscriptions
 from .streams import ListenStreams, Stream
 
 # Bodies up to this size are read before the token is checked and decoded on the event loop

@@ -25,7 +25,7 @@ it is tested on the uvicorn that Python 3.9 gets (0.39) and on the newest.
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .guard import (  # noqa: F401  (the names deployments and tests import from here)
+from .connection_guard import (  # noqa: F401  (the names deployments and tests import from here)
     ADDRESS_SHARE, GRACE_S, HEAD_MAX, IDLE_TIMEOUT_S, LINGER_S, MAX_CONNECTIONS, PHRASES,
     PROBATION_S, REQUEST_TIMEOUT_S, SWEEP_S, VERSIONS, Guard, Guarded,
 )

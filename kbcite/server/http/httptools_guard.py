@@ -20,7 +20,7 @@ import collections
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .guard import VERSIONS, Guard, Guarded  # noqa: F401  (Guard: the settings, named here too)
+from .connection_guard import VERSIONS, Guard, Guarded  # noqa: F401  (Guard: the settings, named here too)
 
 
 class _Refused(Exception):

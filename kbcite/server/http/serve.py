@@ -20,7 +20,7 @@ from uvicorn.supervisors import Multiprocess
 
 from ..inbound import SERVER_NAME, SERVER_VERSION
 from ..logs import log_config
-from .access import AccessLog
+from .access_log import AccessLog
 from .app import MCP_PATH, McpApp
 from .h11_guard import ADDRESS_SHARE, GuardedH11Protocol
 

@@ -13,7 +13,7 @@ from ..links import check_public_url
 from ..pool import QUEUED_EDITS, READERS
 from ..subscriptions import SUBSCRIPTIONS_MAX
 from .app import McpApp
-from .sessions import SESSION_TIMEOUT_S, SESSIONS_PER_TOKEN
+from .handshakes import SESSION_TIMEOUT_S, SESSIONS_PER_TOKEN
 from .streams import KEEPALIVE_S
 
 # A 1 MiB article JSON-escaped with \u sequences takes six bytes a character: 8 MiB holds any

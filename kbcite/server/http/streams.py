@@ -5,7 +5,7 @@ import asyncio
 
 from ...errors import ToolError
 from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, encode
-from ..session import Cancelled
+from ..calls import Cancelled
 from ..subscriptions import SUBSCRIPTIONS_MAX, Subscriber, TooMany
 from .request import RETRY_AFTER_S, Refusal, Reply, refusal, unavailable
 from .threads import settle

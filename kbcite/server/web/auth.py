@@ -20,7 +20,7 @@ from http.cookies import CookieError, SimpleCookie
 
 from ..oauth.scopes import write_modes
 from ...tokens import KIND_LINK, KIND_OIDC, KIND_WEB, LINK_TTL_S, pack, secret_digest, unpack
-from ..session import CALLER
+from ..calls import CALLER
 
 COOKIE = "kb_session"
 LOGIN_COOKIE = "kb_login"  # the sign-in form's CSRF token, before there is a session

@@ -28,7 +28,7 @@ import threading
 from ..http.auth import Auth
 from ..http.request import Request
 from ..pool import StorePool
-from ..session import CALLER
+from ..calls import CALLER
 from . import routes
 from .responses import Response
 

@@ -11,7 +11,7 @@ import logging
 import time
 
 from ..logs import ACCESS, ACCESS_LOGGER, utc_time
-from ..session import CALLER
+from ..calls import CALLER
 
 # A path is logged up to this many characters (the guarded protocol bounds the head anyway).
 PATH_MAX = 2048

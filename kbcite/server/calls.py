@@ -3,7 +3,7 @@ cancellation, and the questions put to the client.
 
 A ``Session`` is what a handshake (2025-11-25 and earlier) negotiated: one per process on
 stdio; over HTTP the store keeps what was negotiated and each process holds a copy for the
-requests of the session it serves (``http.sessions``). A 2026-07-28 request has no session;
+requests of the session it serves (``http.handshakes``). A 2026-07-28 request has no session;
 its ``Call`` lives as long as the request.
 """
 

@@ -20,7 +20,7 @@ from ...errors import ToolError
 from ...store import KBStore
 from ..jsonrpc import id_key, is_request_id
 from ..pool import Connections
-from ..session import Session
+from ..calls import Session
 from ..subscriptions import TooMany
 from ..throttle import Throttle
 from .request import Refusal, Reply, refusal, unavailable
