@@ -26,7 +26,7 @@ from .limits import (  # noqa: E402
 # ``import kbcite``: the store and the tools bring most of the package (about 40 ms), which a
 # process that only needs the errors, the constants or a command's --help does without.
 LAZY = {"KBStore": ".store", "SourceDocument": ".markdown", "TOOLS": ".tools",
-        "citation": ".tools", "WRITE_MODES": ".tokens", "format_version": ".versions",
+        "citation": ".tools", "WRITE_MODES": ".writes", "format_version": ".versions",
         "parse_version": ".versions"}
 
 

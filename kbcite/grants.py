@@ -9,15 +9,13 @@ mode wins, and a subject's own row wins over a group's.
 
 from . import access
 from .errors import InvalidArgument, NotFound
-from .limits import WRITE_MODES
+from .writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES, broader
 from .validation import check_people_string, shown
 from .versions import format_version
 
 KINDS = ("subject", "group")
 # A subject or group name as issuers spell them (an email, a UUID, a group path).
 NAME_MAX = 256
-# From narrowest to broadest: where a person's scopes and rows disagree, the later one wins.
-BREADTH = ("deny", "review", "ask", "allow")
 
 
 def _checked(kind, name, writes=None):
@@ -31,22 +29,13 @@ def _checked(kind, name, writes=None):
                               % (", ".join(WRITE_MODES), shown(writes)), argument="writes")
 
 
-def broader(one, other):
-    """The broader of two write modes (None: no grant)."""
-    if one is None:
-        return other
-    if other is None:
-        return one
-    return max(one, other, key=lambda mode: BREADTH.index(mode) if mode in BREADTH else 0)
-
-
 class Grants:
     """The store's grants of people and groups; each call one transaction."""
 
     def __init__(self, ctx):
         self._ctx = ctx
 
-    def add(self, kind, name, kb_id, writes="ask"):
+    def add(self, kind, name, kb_id, writes=DEFAULT_WRITES):
         """Grant ``kind`` ``name`` knowledge base ``kb_id`` with ``writes`` (``deny``: read
         only); an existing grant takes the new mode."""
         _checked(kind, name, writes)

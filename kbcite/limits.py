@@ -93,10 +93,6 @@ PROPOSAL_EVENTS = ("proposal.created", "proposal.approved", "proposal.rejected",
 # How a version came to be, as the history lists it.
 ACTIONS = ("create", "save", "edit", "import", "publish", "unpublish", "revert", "upgrade")
 
-# How a token lets its holder's edits through: a person approves each as it is made (ask), all
-# go (allow), none do (deny), or each waits as a proposal for a person to review (review).
-WRITE_MODES = ("ask", "allow", "deny", "review")
-
 # How long an approval handle stays good: long enough to read an edit, short enough that a
 # forgotten one lapses (as long as a handshake session's question waits, ASK_TIMEOUT_S).
 APPROVAL_TTL_S = 600

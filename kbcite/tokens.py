@@ -14,7 +14,7 @@ import secrets
 
 from . import access, sessions
 from .errors import InvalidArgument, NotFound
-from .limits import WRITE_MODES
+from .writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
 from .validation import check_people_string, shown
 from .versions import format_version
 
@@ -86,7 +86,7 @@ class Tokens:
         # moves it). Every request of the HTTP server checks its token.
         self._found = {}
 
-    def create(self, name, grants, writes="ask", review=False):
+    def create(self, name, grants, writes=DEFAULT_WRITES, review=False):
         """A new bearer token granting knowledge bases ``grants``; returns it, the only time it
         is ever shown (the store keeps its SHA-256). ``review``: its holder may approve and
         reject proposals on the web pages."""

@@ -38,7 +38,7 @@ FLOORS = {
     1: ["kbcite.search", "kbcite.search.text", "kbcite.search.ranking", "kbcite.search.query",
         "kbcite.search.snippets", "kbcite.search.embedding", "kbcite.search.written"],
     0: ["kbcite.limits", "kbcite.errors", "kbcite.versions", "kbcite.validation",
-        "kbcite.tools"],
+        "kbcite.tools", "kbcite.writes"],
 }
 
 # The server's own floors, top first: bytes <-> messages (the transports), messages ->

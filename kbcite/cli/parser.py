@@ -5,7 +5,8 @@ import getpass
 import os
 
 from .. import __version__
-from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, WRITE_MODES
+from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
+from ..writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
 from .messages import PROG
 from . import serve
 from .output import FORMATS
@@ -278,7 +279,7 @@ def build_parser():
     t.add_argument("name", metavar="NAME", help="a name for the token (who or what holds it)")
     t.add_argument("--grant", action="append", required=True, metavar="KB",
                    help="a knowledge base the token may use; repeat for several")
-    t.add_argument("--writes", choices=WRITE_MODES, default="ask",
+    t.add_argument("--writes", choices=WRITE_MODES, default=DEFAULT_WRITES,
                    help="ask: a person approves each edit (default; a client that cannot ask "
                         "gets review); allow: edits go through; deny: read only; review: each "
                         "edit waits as a proposal for kb review")
@@ -311,7 +312,7 @@ def build_parser():
         who.add_argument("--group", metavar="G", help="a group of the token's groups claim")
         g.add_argument("--kb", required=True, metavar="KB", help="the knowledge base")
         if action == "add":
-            g.add_argument("--writes", choices=WRITE_MODES, default="ask",
+            g.add_argument("--writes", choices=WRITE_MODES, default=DEFAULT_WRITES,
                            help="ask: a person approves each edit (default); allow: edits go "
                                 "through; deny: read only")
     g = grants.add_parser("list", parents=[common], help="list the grants",

@@ -15,6 +15,7 @@ import sys
 
 from ..server import config as settings
 from ..server.options import add_http_options
+from ..writes import DEFAULT as DEFAULT_WRITES
 from .messages import EXIT_ERROR, EXIT_OK, PROG
 
 DESCRIPTION = (
@@ -86,7 +87,7 @@ def server_args(values):
     host = values["host"]
     args = argparse.Namespace(**values)
     args.http = "%s:%d" % ("[%s]" % host if ":" in host else host, values["port"])
-    args.grant, args.writes, args.actor = None, "ask", "kb-server"
+    args.grant, args.writes, args.actor = None, DEFAULT_WRITES, "kb-server"
     return args
 
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..writes import mode
 from .jsonrpc import INVALID_REQUEST, RpcError, id_key, is_request_id, to_json
 
 # How long a handshake session's question waits for its person: long enough to read an edit,
@@ -49,7 +50,7 @@ class Principal:
     @property
     def may_write(self):
         """Whether some knowledge base's edits are not denied to this caller."""
-        return self.writes != "deny" or any(mode != "deny" for _, mode in self.kb_writes)
+        return mode(self.writes).edits or any(mode(name).edits for _, name in self.kb_writes)
 
 
 class Cancelled(Exception):

@@ -22,7 +22,7 @@ from .. import __version__
 from ..errors import ToolError
 from ..limits import ACTOR_MAX, SCHEMA_VERSION
 from ..store import KBStore
-from ..limits import WRITE_MODES
+from ..writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
 from .dispatch import Dispatch
 from .inbound import SERVER_NAME
 from .links import check_public_url
@@ -65,7 +65,7 @@ def build_parser():
     parser.add_argument("--grant", action="append", metavar="KB",
                         help="stdio: a knowledge base the agent may use; repeat for several "
                              "(over HTTP, each token carries its own grants)")
-    parser.add_argument("--writes", choices=WRITE_MODES, default="ask",
+    parser.add_argument("--writes", choices=WRITE_MODES, default=DEFAULT_WRITES,
                         help="stdio: ask: a person approves every edit through the client "
                              "(default; a client that cannot ask gets review); allow: edit "
                              "without asking; deny: read only; review: each edit is kept as a "

@@ -6,7 +6,8 @@ import argparse
 import os
 import urllib.parse
 
-from ..limits import APPROVAL_TTL_S, WRITE_MODES
+from ..limits import APPROVAL_TTL_S
+from ..writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
 from .logs import LOG_FORMATS
 from .oauth.scopes import SUBJECT_CLAIMS
 from .pool import QUEUED_EDITS, READERS
@@ -137,7 +138,7 @@ def add_http_options(parser, defaults=True):
                            "proxy)")
     team.add_argument("--oauth-subject-claim", choices=SUBJECT_CLAIMS, default="sub",
                       help="the claim that names the person in the history (default sub)")
-    team.add_argument("--oauth-writes", choices=WRITE_MODES, default="ask",
+    team.add_argument("--oauth-writes", choices=WRITE_MODES, default=DEFAULT_WRITES,
                       help="how the edits of a kb:KB:write scope go (default ask)")
     team.add_argument("--oauth-scope", action="append", default=[], metavar="SCOPE",
                       help="a scope the RFC 9728 metadata lists (repeatable), e.g. "

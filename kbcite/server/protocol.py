@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 
 from ..errors import PermissionDenied, ToolError, WouldWait
 from ..tools import TOOLS, tools_listed
+from ..writes import mode
 from . import resources
 from .subscriptions import SUBSCRIPTIONS_MAX, TooMany
 from .approval import Approvals, client_supports_form_elicitation
@@ -264,21 +265,21 @@ class Protocol:
             arguments = {}
         if not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
-        writes = ctx.principal.writes_for(arguments.get("knowledge_base_id"))
-        if name == EDIT_TOOL and writes == "deny":
+        writes = mode(ctx.principal.writes_for(arguments.get("knowledge_base_id")))
+        if name == EDIT_TOOL and not writes.edits:
             # A caller that may edit some knowledge base, but not this one.
             return tool_error(PermissionDenied(
                 "edits of knowledge base %.64r are not granted to %s: "
                 "ask for the kb:%.64s:write scope (or a kb grant with --writes)"
                 % (arguments.get("knowledge_base_id"), ctx.principal.name,
                    arguments.get("knowledge_base_id"))))
-        if name == EDIT_TOOL and writes in ("ask", "review") and ctx.call.no_wait:
+        if name == EDIT_TOOL and writes.waits_for_a_person and ctx.call.no_wait:
             # A person's approval, or the review queue: served on a thread, never the loop.
-            raise WouldWait("an edit in writes mode %s" % writes)
+            raise WouldWait("an edit in writes mode %s" % writes.name)
         try:
-            if name == EDIT_TOOL and writes == "ask":
+            if name == EDIT_TOOL and writes.asks:
                 return self.approvals.edit(name, arguments, params, ctx)
-            if name == EDIT_TOOL and writes == "review":
+            if name == EDIT_TOOL and writes.proposes:
                 return self.approvals.propose(arguments, ctx)
             return self.with_links(name, tool_result(self._run(name, arguments, ctx)), ctx)
         except ToolError as err:

@@ -10,6 +10,7 @@ base they may read but not write is ``403 insufficient_scope`` naming the scope 
 import logging
 
 from ...errors import ToolError
+from ...writes import DENY, mode
 from ..pool import Connections
 from ..inbound import SERVER_NAME, WAITING_TOOLS
 from ..calls import CALLER, Principal
@@ -117,7 +118,7 @@ class Auth:
                                    store.grants.of(identity.subject, identity.groups))
         req.scope[AUTHENTICATED] = True
         req.scope[CALLER] = identity.subject
-        return Principal(identity.subject, frozenset(modes), "deny",
+        return Principal(identity.subject, frozenset(modes), DENY.name,
                          kb_writes=frozenset(modes.items()), issuer=identity.issuer)
 
     def check_scope(self, req, routed, principal):
@@ -126,7 +127,7 @@ class Auth:
         not-found, as for everyone)."""
         kb = routed.knowledge_base
         if (principal.issuer is None or routed.tool not in WAITING_TOOLS or kb is None
-                or kb not in principal.grants or principal.writes_for(kb) != "deny"):
+                or kb not in principal.grants or mode(principal.writes_for(kb)).edits):
             return
         from ..oauth.scopes import scope
         needed = scope(kb, "write")

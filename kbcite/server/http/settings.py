@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...tokens import WEB_SESSION_TIMEOUT_S, WEB_SESSIONS_PER_TOKEN
+from ...writes import DEFAULT as DEFAULT_WRITES
 from ..approval import APPROVAL_TTL_S
 from ..links import check_public_url
 from ..pool import QUEUED_EDITS, READERS
@@ -59,7 +60,7 @@ class Settings:
     oauth_issuer: Optional[str] = None
     oauth_audience: Optional[str] = None
     oauth_subject_claim: str = "sub"
-    oauth_writes: str = "ask"
+    oauth_writes: str = DEFAULT_WRITES
     oauth_client_id: Optional[str] = None
     oauth_client_secret: Optional[str] = None
     # The scopes the RFC 9728 document lists and a 401 not about one call names.

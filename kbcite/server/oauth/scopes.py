@@ -8,7 +8,7 @@ hierarchies): ``write`` and ``review`` each imply ``read``.
 
 import re
 
-from ...grants import broader
+from ...writes import DENY, broader
 
 SCOPE_PREFIX = "kb:"
 # The claims that may name the person in the history, in words a team's issuer uses.
@@ -40,7 +40,7 @@ def write_modes(rights_by_kb, scope_writes, store_grants):
     (``rights``' answer; ``scope_writes``, the server's --oauth-writes, where they include
     ``write``, else ``deny``: read only), merged with the store's grants of them and their
     groups (``{kb: mode}``), the broader mode winning."""
-    modes = {kb: scope_writes if "write" in granted else "deny"
+    modes = {kb: scope_writes if "write" in granted else DENY.name
              for kb, granted in rights_by_kb.items()}
     for kb, mode in store_grants.items():
         modes[kb] = broader(modes.get(kb), mode)

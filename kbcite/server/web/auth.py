@@ -18,6 +18,7 @@ import secrets
 import time
 from http.cookies import CookieError, SimpleCookie
 
+from ...writes import DENY, mode
 from ..oauth.scopes import write_modes
 from ...tokens import KIND_LINK, KIND_OIDC, KIND_WEB, LINK_TTL_S, pack, secret_digest, unpack
 from ..calls import CALLER
@@ -59,7 +60,7 @@ class Person:
     @property
     def may_write(self):
         """Edit and Revert (of this page's knowledge base) need writes without asking."""
-        return self.writes_for(self.kb) == "allow"
+        return mode(self.writes_for(self.kb)).writes_pages
 
     @property
     def may_review(self):
@@ -131,7 +132,7 @@ class WebSessions:
         req.scope[CALLER] = name  # the access log's name for the request, never the cookie
         csrf = self.csrf_for(secret)
         if row["protocol_version"] == KIND_OIDC:
-            return Person(name, modes, "deny", csrf, session_id, issuer=caps["issuer"],
+            return Person(name, modes, DENY.name, csrf, session_id, issuer=caps["issuer"],
                           kb_writes=modes, reviews=[kb for kb, rights in caps["rights"].items()
                                                     if "review" in rights])
         return Person(name, caps["grants"], caps["writes"], csrf, session_id,
