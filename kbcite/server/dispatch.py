@@ -1,9 +1,9 @@
 """One admission for both transports: what stdio and HTTP do with a routed message, and the
 only caller of the protocol.
 
-A transport hands in a message with its ``Route`` (``inbound``), the caller (a ``Principal``),
-the handshake session or none, and its own ways to reach the client: how to ask it something,
-how to notify it, where its subscriptions are held. What comes back is an ``Outcome``: the
+A transport hands in a message with its ``MessageRoute`` (``inbound``), the caller (a
+``Principal``), the handshake session or none, and its own ways to reach the client: how to ask
+it something, how to notify it, where its subscriptions are held. What comes back is an ``Outcome``: the
 response to send, a listen stream to open, or nothing (cancelled). The transport decides only
 how bytes travel.
 """

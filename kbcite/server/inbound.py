@@ -1,5 +1,6 @@
 """Each message judged once, with no I/O: a decoded JSON-RPC message (and, over HTTP, its
-request's headers) in, one ``Route`` out, which every later step reads instead of looking again.
+request's headers) in, one ``MessageRoute`` out, which every later step reads instead of
+looking again.
 
 A route says what the message is (a request, a notification, a response), its method, its
 era (2026-07-28 when the request's own ``_meta`` names a protocol version, "each request is
@@ -66,7 +67,7 @@ ERROR_STATUS = {PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400,
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
 
 
-class Route:
+class MessageRoute:
     """What one message is and how to serve it, decided once."""
 
     __slots__ = ("kind", "method", "era", "meta", "tool", "may_wait", "needs_store",
@@ -179,14 +180,14 @@ def _tool_of(method, params):
 
 
 def route(message, headers=None):
-    """The ``Route`` of a decoded message; ``headers`` are its HTTP request's raw ASGI header
+    """The ``MessageRoute`` of a decoded message; ``headers`` are its HTTP request's raw ASGI header
     pairs, or None where there are none (stdio)."""
     kind, error = classify(message)
     if error is not None:
-        return Route(None, error=error)
+        return MessageRoute(None, error=error)
     method = message.get("method")
     if kind != "request":
-        return Route(kind, method)
+        return MessageRoute(kind, method)
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     if not (isinstance(meta, dict) and META_VERSION in meta):
@@ -194,13 +195,13 @@ def route(message, headers=None):
         if headers is not None:
             version = _routing_headers(headers)[0].get(VERSION_HEADER)
         tool, kb = _tool_of(method, params)
-        return Route(kind, method, "legacy", tool=tool, version_header=version,
+        return MessageRoute(kind, method, "legacy", tool=tool, version_header=version,
                      knowledge_base=kb)
     tool, kb = _tool_of(method, params)
     problems = _header_problems(message, params, meta, headers) if headers is not None else []
     error = (RpcError(HEADER_MISMATCH, "Header mismatch: %s" % "; ".join(problems))
              if problems else None)
-    return Route(kind, method, "modern", meta, tool, error, knowledge_base=kb)
+    return MessageRoute(kind, method, "modern", meta, tool, error, knowledge_base=kb)
 
 
 def session_version_error(route, negotiated):

@@ -52,7 +52,7 @@ class McpApp:
         self.pool = StorePool(settings.db, readers=settings.threads,
                               writers=max(1, settings.threads // 2),
                               queued_edits=settings.queued_edits)
-        # Whether a quick request (``Route.quick``) is served on the event loop: its store's
+        # Whether a quick request (``MessageRoute.quick``) is served on the event loop: its store's
         # reads wait for no lock and no network, and no model runs for a search (the semantic
         # half's query embedding stays on a thread).
         self.local_reads = local_reads and not self.pool.hybrid
@@ -207,9 +207,9 @@ class McpApp:
         Whatever would wait (another writer's lock or turn, a person's approval) raises
         WouldWait before it writes, and the edit goes to a thread as before. At one client
         that spares an edit the thread's wake-ups across processors: 0.7 ms of CPU an edit
-        (bench/http_load.py's edits and the reads before them, in a scratch run). While other requests are in
-        progress it goes to a thread, so that its commit (a checkpoint's, now and then)
-        holds none of them."""
+        (bench/http_load.py's edits and the reads before them, in a scratch run). While other
+        requests are in progress it goes to a thread, so that its commit (a checkpoint's, now
+        and then) holds none of them."""
         return (routed.may_wait and routed.modern and routed.kind == "request"
                 and self.local_reads and self.begun == 1 and not self._in_progress)
 

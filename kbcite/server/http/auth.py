@@ -67,7 +67,7 @@ class Auth:
 
     def authenticate(self, req, store, routed=None):
         """The caller a bearer token names; 401 with WWW-Authenticate: Bearer otherwise, the
-        reason logged (never the token). ``routed``: the request's Route, where it is known,
+        reason logged (never the token). ``routed``: the request's MessageRoute, where it is known,
         so that a 401 names the scope its call needs."""
         value = req.header(b"authorization") or ""
         scheme, _, token = value.partition(" ")
