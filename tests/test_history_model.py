@@ -476,10 +476,10 @@ class HistoryMachine(RuleBasedStateMachine):
         self.assert_no_leak(json.dumps(response), "the edit's answer")
         unchanged = (title, normalized(content)) == (read["title"], normalized(read["content"]))
         too_long = len(content.encode("utf-8")) > CONTENT_LIMIT
-        if stale:
-            assert error and found["code"] == "version_conflict", found
-        elif too_long:
+        if too_long:  # the arguments are checked first
             assert error and found["code"] == "invalid_argument", found
+        elif stale:
+            assert error and found["code"] == "version_conflict", found
         elif unchanged:
             # Nothing to write: no version, no proposal, nobody asked; the key keeps the answer.
             assert not error, found
@@ -820,7 +820,12 @@ class HistoryMachine(RuleBasedStateMachine):
         path = os.path.join(self.world.folder, name)
         text = self._read_file(name)
         added = tokens(text) - tokens(self.file_base[name])
+        before = self.snapshot()
         status, found, err = self.world.kb_json("merge", KB, article_id, "--file", path)
+        if status == 1 and "must be at most" in err:
+            # The merge of the two sides is past the limit: refused, nothing written.
+            assert self.snapshot() == before and self._read_file(name) == text, err
+            return
         if status == 3:
             # Overlapping changes, marked in the file: the person gives up on this merge.
             status, _, err = self.world.kb("merge", KB, article_id, "--file", path, "--abort")
@@ -929,8 +934,9 @@ class HistoryMachine(RuleBasedStateMachine):
                                      self.rng)
         title = self.texts.title(self.rng) if kind == "retitle" else now["title"]
         # A browser sends a textarea's lines with CRLF.
+        sent = content.replace("\r\n", "\n").replace("\n", "\r\n")
         status, _, page = self.web.post("/kb/%s/articles/%s/edit" % (KB, article_id), {
-            "csrf": fields["csrf"], "title": title, "content": content.replace("\n", "\r\n"),
+            "csrf": fields["csrf"], "title": title, "content": sent,
             "expected_version": fields["expected_version"],
             "idempotency_key": fields["idempotency_key"], "summary": ""})
         if (title, normalized(content)) == (now["title"], normalized(now["content"])):
