@@ -18,7 +18,7 @@ def knowledge_base(db, kb_id, granted=None, lock=False):
     """
     row = None
     if granted is None or kb_id in granted:
-        row = db.lock_kb(kb_id) if lock else db.kb_row(kb_id)
+        row = db.lock_kb(kb_id) if lock else db.kbs.row(kb_id)
     if row is None and granted is None:  # the people's side: no grants to hide behind
         raise NotFound("there is no knowledge base %r in this store" % (kb_id,),
                        knowledge_base_id=kb_id)
@@ -38,13 +38,13 @@ def article(db, kb, article_id, published_only):
     draft and a missing article cost a caller the same, and time tells them nothing.
     """
     if not published_only:  # the people's side sees drafts too, and has no secrets
-        row = db.article_by_id(kb["pk"], article_id)
+        row = db.articles.by_id(kb["pk"], article_id)
         if row is None:
             raise NotFound("there is no article %r in knowledge base %r"
                            % (article_id, kb["kb_id"]), knowledge_base_id=kb["kb_id"],
                            article_id=article_id, drafts_included=True)
         return row
-    found = db.article_visibility(kb["pk"], article_id)
+    found = db.articles.visibility(kb["pk"], article_id)
     if found is None or not found["published"]:
         raise NotFound(
             "article %r is not a published article of knowledge base %r; it may have been "
@@ -53,4 +53,4 @@ def article(db, kb, article_id, published_only):
             knowledge_base_id=kb["kb_id"],
             article_id=article_id,
         )
-    return db.article(found["pk"])
+    return db.articles.get(found["pk"])

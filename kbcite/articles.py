@@ -116,10 +116,10 @@ def write(ctx, kb, row, *, content, title, published, action, actor=None, summar
     if text_pk is None:
         # A version that keeps the text shares it; a new text is stored once.
         text_pk = row["text_pk"] if content == row["content"] else \
-            db.texts_insert(kb["pk"], [content])[0]
+            db.articles.texts_insert(kb["pk"], [content])[0]
     # The compare-and-swap: the row changes only if it still holds the version (and the
     # visibility) this transaction read; the event and index below rely on that.
-    if db.article_swap(row, title, text_pk, published, version_us, updated_at) != 1:
+    if db.articles.swap(row, title, text_pk, published, version_us, updated_at) != 1:
         current = access.article(db, kb, row["article_id"], published_only=False)
         raise conflict_error(db, kb, current, row["updated_at"])
     index.reindex(db, kb, row["pk"], bool(row["published"]), title, content, published,
@@ -142,26 +142,26 @@ def insert(ctx, kb, items, published, *, action="create", actor=None, issuer=Non
     """Insert new ``(title, content, source)`` articles in the caller's transaction, in
     order: IDs, versions, texts, index, events and history; returns their IDs."""
     db = ctx.db
-    first = db.kb_next(kb["pk"], "articles_created", len(items))
+    first = db.kbs.next(kb["pk"], "articles_created", len(items))
     if first + len(items) - 1 > MAX_ARTICLES_PER_KB:
         raise InvalidArgument(
             "knowledge base %r is full: it can hold %d articles over its life, and has had "
             "%d" % (kb["kb_id"], MAX_ARTICLES_PER_KB, first - 1), argument="kb_id")
-    text_pks = db.texts_insert(kb["pk"], [content for _, content, _ in items])
+    text_pks = db.articles.texts_insert(kb["pk"], [content for _, content, _ in items])
     rows = []
     for number, (title, content, source), text_pk in zip(range(first, first + len(items)),
                                                           items, text_pks):
         version_us = next_version(None, ctx.now_us())
         rows.append(("art-%06d" % number, title, text_pk, published, version_us,
                      format_version(version_us), source))
-    pks = db.articles_insert(kb["pk"], rows)
+    pks = db.articles.insert(kb["pk"], rows)
     appended = [None] * len(rows)
     if published:
         index.index_new(db, kb, [(pk, SearchDoc.of(item[0], item[1]))
                                  for pk, item in zip(pks, items)], ctx.semantic,
                         [(pk, item[0], item[1]) for pk, item in zip(pks, items)])
         appended = events.append(db, kb, [(EVENT_PUBLISHED, row[0], row[5]) for row in rows])
-    db.versions_insert(kb["pk"], [{
+    db.history.insert(kb["pk"], [{
         "article_pk": pk, "version_us": row[4], "updated_at": row[5], "action": action,
         "sequence": event["sequence"] if event else None,
         "event": event["type"] if event else None, "published": int(published),
@@ -179,11 +179,11 @@ def create_knowledge_base(ctx, kb_id, name=None):
     db = ctx.db
     with db.write():
         db.lock_new_kb()
-        if db.kb_row(kb_id) is not None:
+        if db.kbs.row(kb_id) is not None:
             raise InvalidArgument(
                 "knowledge base %r already exists" % (kb_id,), argument="kb_id"
             )
-        db.kb_insert(kb_id, name)
+        db.kbs.insert(kb_id, name)
 
 
 def create(ctx, kb_id, items, published, actor=None):
@@ -278,7 +278,7 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
                                parse_version(to_version, "to_version"), expected_us, actor,
                                summary)
         if idempotency_key is not None:
-            stored = db.idempotency_get(kb["pk"], idempotency_key,
+            stored = db.events.key_get(kb["pk"], idempotency_key,
                                         ctx.now_us() - IDEMPOTENCY_TTL_US)
             if stored is not None:
                 if stored["fingerprint"] != print_:
@@ -302,7 +302,7 @@ def revert(ctx, kb_id, article_id, to_version, expected_version, *, actor=None, 
                   "changed": written.changed}
         if idempotency_key is not None:
             now_us = ctx.now_us()
-            db.idempotency_put(kb["pk"], idempotency_key, print_,
+            db.events.key_put(kb["pk"], idempotency_key, print_,
                                json.dumps(result, ensure_ascii=False), now_us,
                                now_us - IDEMPOTENCY_TTL_US)
         return dict(result, replayed=False)
@@ -326,5 +326,5 @@ def delete(ctx, kb_id, article_id, actor=None, issuer=None):
             updated_at = format_version(next_version(row["version_us"], ctx.now_us()))
             event = events.append(db, kb, [(EVENT_DELETED, row["article_id"], updated_at)],
                                   actor=actor, issuer=issuer)[0]
-        db.article_delete(kb["pk"], row["pk"])
+        db.articles.delete(kb["pk"], row["pk"])
     return event

@@ -20,7 +20,7 @@ def audit(db):
     """Problems found in the stored data (an empty list when all is consistent)."""
     with db.read():
         problems = db.integrity_problems()
-        for kb in db.audit_kbs():
+        for kb in db.audit.kbs():
             problems += audit_kb(db, kb)
             problems += audit_history(db, kb)
     return problems
@@ -29,7 +29,7 @@ def audit(db):
 def audit_history(db, kb):
     """Problems of a knowledge base's history, against its articles, texts and event log."""
     name, problems = kb["kb_id"], []
-    versions, articles, texts, events = db.audit_history(kb["pk"])
+    versions, articles, texts, events = db.audit.history(kb["pk"])
     last = {}
     ids = {a["pk"]: a["article_id"] for a in articles}
     for version in versions:
@@ -93,7 +93,7 @@ def audit_kb(db, kb):
     its search statistics and indexes."""
     name, problems = kb["kb_id"], []
     head = kb["head_sequence"]
-    seqs = db.audit_sequences(kb["pk"])
+    seqs = db.audit.sequences(kb["pk"])
     if seqs != list(range(1, head + 1)):
         missing = sorted(set(range(1, head + 1)) - set(seqs))
         extra = [s for s in seqs if not 1 <= s <= head]
@@ -101,9 +101,9 @@ def audit_kb(db, kb):
             "knowledge base %r: event log damaged: head %d, missing sequence(s) %s%s"
             % (name, head, ", ".join(map(str, missing[:10])) or "none",
                "; beyond the head: %s" % ", ".join(map(str, extra[:10])) if extra else ""))
-    last = db.audit_last_events(kb["pk"])
+    last = db.audit.last_events(kb["pk"])
     published = []
-    stored = db.audit_articles(kb["pk"])
+    stored = db.audit.articles(kb["pk"])
     present = {art["article_id"] for art in stored}
     for article_id, ev in sorted(last.items()):
         # An article no longer stored was deleted: agents last saw it withdrawn or deleted.
@@ -124,7 +124,7 @@ def audit_kb(db, kb):
     if kb["published_count"] != len(published):
         problems.append("knowledge base %r: counts %d published, holds %d"
                         % (name, kb["published_count"], len(published)))
-    docs, titles, terms, names = db.audit_search(kb["pk"])
+    docs, titles, terms, names = db.audit.search(kb["pk"])
     if [d["pk"] for d in docs] != published:
         problems.append("knowledge base %r: search statistics for %d articles, %d published"
                         % (name, len(docs), len(published)))
@@ -162,7 +162,7 @@ def audit_kb(db, kb):
                         % (name, wrong))
     # A vector is of a published article's current version, or there is none (the semantic
     # half: an article written without the model is found lexically until kb reindex).
-    stray = sorted(set(db.vectors_pks(kb["pk"])) - set(published))
+    stray = sorted(set(db.vectors.pks(kb["pk"])) - set(published))
     if stray:
         problems.append("knowledge base %r: %d vector(s) of articles not published (pk %s); "
                         "kb reindex %s embeds it anew" % (name, len(stray), stray[0], name))

@@ -36,20 +36,20 @@ def dump(ctx, kb_id):
     db = ctx.db
     with db.read():
         kb = access.knowledge_base(db, kb_id)
-        info = db.kb_dump_row(kb["pk"])
-        rows = db.articles_of(kb["pk"])
-        histories = {row["pk"]: db.versions_of(row["pk"]) for row in rows}
-        texts = db.texts([v["text_pk"] for vs in histories.values() for v in vs
+        info = db.kbs.dump_row(kb["pk"])
+        rows = db.articles.of_kb(kb["pk"])
+        histories = {row["pk"]: db.history.of(row["pk"]) for row in rows}
+        texts = db.articles.texts([v["text_pk"] for vs in histories.values() for v in vs
                           if v["text_pk"] is not None])
         log, after = [], 0
         while True:
-            page = db.events_after(kb["pk"], after, 1000)
+            page = db.events.after(kb["pk"], after, 1000)
             log += [dict(event) for event in page]
             if len(page) < 1000:
                 break
             after = page[-1]["sequence"]
         # A deletion's event keeps who deleted (no version is left to say so).
-        own = db.event_actors(kb["pk"], [e["sequence"] for e in log
+        own = db.events.actors(kb["pk"], [e["sequence"] for e in log
                                          if e["type"] == EVENT_DELETED])
         log = [dict(e, **{k: own[e["sequence"]][k] for k in ("actor", "actor_issuer")})
                if e["sequence"] in own else e for e in log]
@@ -103,34 +103,34 @@ def restore(ctx, data, as_id=None):
     db = ctx.db
     with db.write():
         db.lock_new_kb()
-        if db.kb_row(kb_id) is not None:
+        if db.kbs.row(kb_id) is not None:
             raise InvalidArgument(
                 "knowledge base %s already exists in this store; restore it under another ID "
                 "(--as NEW_ID), or delete that one first" % kb_id, argument="kb_id")
-        kb_pk = db.kb_insert(kb_id, data.get("name"))
+        kb_pk = db.kbs.insert(kb_id, data.get("name"))
         contents = sorted({v["content"] for a in articles for v in a["versions"]
                            if v["content"] is not None} | {a["content"] for a in articles})
-        text_pk = dict(zip(contents, db.texts_insert(kb_pk, contents))) if contents else {}
+        text_pk = dict(zip(contents, db.articles.texts_insert(kb_pk, contents))) if contents else {}
         ordered = sorted(articles, key=lambda a: a["article_id"])
-        pks = db.articles_insert(kb_pk, [
+        pks = db.articles.insert(kb_pk, [
             (a["article_id"], a["title"], text_pk[a["content"]], a["published"],
              a["versions"][-1]["version_us"], a["updated_at"], a["source"])
             for a in ordered]) if ordered else []
         for pk, article in zip(pks, ordered):
             if article["import_version"] is not None:
-                db.article_set_import_version(pk, article["import_version"])
-            db.versions_insert(kb_pk, [dict(
+                db.articles.set_import_version(pk, article["import_version"])
+            db.history.insert(kb_pk, [dict(
                 {name: version.get(name) for name in VERSION_FIELDS}, article_pk=pk,
                 published=int(version["published"]),
                 text_pk=None if version["content"] is None else text_pk[version["content"]])
                 for version in article["versions"]])
         if data["events"]:
-            db.events_insert(kb_pk, data["events"])
-        db.kb_next(kb_pk, "head_sequence", data["head_sequence"])
-        db.kb_next(kb_pk, "articles_created", data["articles_created"])
+            db.events.insert(kb_pk, data["events"])
+        db.kbs.next(kb_pk, "head_sequence", data["head_sequence"])
+        db.kbs.next(kb_pk, "articles_created", data["articles_created"])
         if data.get("import_root"):
-            db.kb_set_import_root(kb_pk, data["import_root"])
-        index.index_all(db, db.kb_by_pk(kb_pk), ctx.semantic)
+            db.kbs.set_import_root(kb_pk, data["import_root"])
+        index.index_all(db, db.kbs.by_pk(kb_pk), ctx.semantic)
     return {"knowledge_base_id": kb_id, "articles": len(articles),
             "versions": sum(len(a["versions"]) for a in articles),
             "events": len(data["events"]), "head_sequence": data["head_sequence"]}

@@ -26,7 +26,7 @@ def _granted_kbs(db, granted, after_kb=""):
     """The granted knowledge bases that exist, by ID, from ``after_kb`` on."""
     rows = []
     for kb_id in sorted(k for k in granted if k >= after_kb):
-        row = db.kb_row(kb_id)
+        row = db.kbs.row(kb_id)
         if row is not None:
             rows.append(row)
     return rows
@@ -43,7 +43,7 @@ def page(ctx, granted, after, limit):
     with db.read():
         for kb in _granted_kbs(db, granted, after_kb):
             start = after_article if kb["kb_id"] == after_kb else ""
-            for row in db.published_page(kb["pk"], start, limit - len(out) + 1):
+            for row in db.articles.published_page(kb["pk"], start, limit - len(out) + 1):
                 out.append(dict(row, knowledge_base_id=kb["kb_id"]))
             if len(out) > limit:
                 break
@@ -59,7 +59,7 @@ def recent(ctx, granted, kb_id, offset, limit):
     db = ctx.db
     with db.read():
         kb = access.knowledge_base(db, kb_id, granted)
-        return db.published_recent(kb["pk"], offset, limit), kb["published_count"]
+        return db.articles.published_recent(kb["pk"], offset, limit), kb["published_count"]
 
 
 def knowledge_bases(ctx, granted, prefix):
@@ -87,11 +87,11 @@ def article_ids(ctx, granted, kb_id, text):
             kb = access.knowledge_base(db, kb_id, granted)
         except NotFound:
             return [], False
-        values = db.published_ids_with_prefix(kb["pk"], text, COMPLETIONS_MAX + 1)
+        values = db.articles.published_ids_with_prefix(kb["pk"], text, COMPLETIONS_MAX + 1)
         words = tokens(text)
         if words and len(values) <= COMPLETIONS_MAX:
             # The word being typed is a prefix: "reset pass" finds "Resetting your password".
-            for article_id in db.title_prefix_ids(kb["pk"], words[-1], COMPLETIONS_MAX + 1):
+            for article_id in db.articles.title_prefix_ids(kb["pk"], words[-1], COMPLETIONS_MAX + 1):
                 if article_id not in values:
                     values.append(article_id)
     has_more = len(values) > COMPLETIONS_MAX

@@ -32,12 +32,12 @@ def check(ctx, args, granted, actor=None, issuer=None):
         own = sorted({item["article_id"] for item in cited
                       if item["knowledge_base_id"] == kb["kb_id"]})
         # Published articles only: a draft's or an unpublished article's text is never read.
-        rows = db.articles_published(kb["pk"], own) if own else {}
+        rows = db.articles.published(kb["pk"], own) if own else {}
         wanted = [(rows[item["article_id"]]["pk"], us) for item, us in zip(cited, versions)
                   if item["knowledge_base_id"] == kb["kb_id"] and item["article_id"] in rows
                   and us is not None and us != rows[item["article_id"]]["version_us"]]
-        found = db.versions_at(wanted)
-        texts = db.texts(row["text_pk"] for row in found.values()
+        found = db.history.at(wanted)
+        texts = db.articles.texts(row["text_pk"] for row in found.values()
                          if row["published"] and row["text_pk"] is not None)
     # One budget of diff work for the whole call, and each distinct change computed once.
     diff = _Differ(changes.Budget())

@@ -49,7 +49,7 @@ def checks(ctx, args, granted, lock):
         kb["kb_id"], args["article_id"], args["content"], args.get("title"), expected_us,
         args.get("summary"),
     )
-    stored = db.idempotency_get(kb["pk"], args["idempotency_key"],
+    stored = db.events.key_get(kb["pk"], args["idempotency_key"],
                                 ctx.now_us() - IDEMPOTENCY_TTL_US)
     if stored is not None:
         if stored["fingerprint"] != print_:
@@ -102,7 +102,7 @@ def record(ctx, kb, row, args, print_, written):
         "changed": written.changed,
     }
     now_us = ctx.now_us()
-    db.idempotency_put(kb["pk"], args["idempotency_key"], print_,
+    db.events.key_put(kb["pk"], args["idempotency_key"], print_,
                        json.dumps(result, ensure_ascii=False), now_us,
                        now_us - IDEMPOTENCY_TTL_US)
     return result

@@ -27,11 +27,11 @@ def append(db, kb, items, actor=None, issuer=None):
     """Append events ``(type, article_id, updated_at)``, in order, in the caller's write
     transaction (under the knowledge base's lock); returns them as event dicts. ``actor`` and
     its ``issuer``: who made events no version records (a deletion), kept with them."""
-    first = db.kb_next(kb["pk"], "head_sequence", len(items))
+    first = db.kbs.next(kb["pk"], "head_sequence", len(items))
     events = [{"sequence": first + i, "type": type_, "article_id": article_id,
                "updated_at": updated_at}
               for i, (type_, article_id, updated_at) in enumerate(items)]
-    db.events_insert(kb["pk"], [dict(e, actor=actor, actor_issuer=issuer) for e in events]
+    db.events.insert(kb["pk"], [dict(e, actor=actor, actor_issuer=issuer) for e in events]
                      if actor is not None else events)
     # Delivered at commit, exactly when the events become readable (PostgreSQL's NOTIFY).
     db.events_notify(kb["pk"], events[-1]["sequence"])
@@ -55,7 +55,7 @@ def with_proposals(db, kb, page):
     sequences = [e["sequence"] for e in page if e["type"] in PROPOSAL_EVENTS]
     if not sequences:
         return page
-    found = db.proposals_by_sequences(kb["pk"], sequences)
+    found = db.proposals.by_sequences(kb["pk"], sequences)
     return [dict(e, **proposal_details(found[e["sequence"]], e["type"]))
             if e["type"] in PROPOSAL_EVENTS and e["sequence"] in found else e for e in page]
 
@@ -83,7 +83,7 @@ def poll(ctx, args, granted, actor=None, issuer=None):
                 argument="after_sequence",
                 head_sequence=head,
             )
-        events = with_proposals(db, kb, db.events_after(kb["pk"], after, limit))
+        events = with_proposals(db, kb, db.events.after(kb["pk"], after, limit))
     # The log is gapless by construction, so a page is exactly the next sequences up to the
     # head. Anything else is damage; answering it with has_more would send a client that
     # follows has_more round forever (Kubernetes answers a cursor it cannot serve 410 Gone).

@@ -207,11 +207,11 @@ def _move_bases(ctx, kb, rows, actions):
     db = ctx.db
     with db.write():
         kb = access.knowledge_base(db, kb["kb_id"], lock=True)
-        current = db.articles_by_ids(kb["pk"], [a["article_id"] for a in held])
+        current = db.articles.by_ids(kb["pk"], [a["article_id"] for a in held])
         for action in held:
             row = current.get(action["article_id"])
             if row is not None and row["source"] == action["path"]:
-                db.article_set_import_version(row["pk"], action["version"])
+                db.articles.set_import_version(row["pk"], action["version"])
 
 
 def _check_places(directory, writing):
@@ -275,7 +275,7 @@ def export_directory(ctx, kb_id, directory, *, include_drafts=False, edited=Fals
         kb = access.knowledge_base(db, kb_id)
         if edited:
             _check_edited_folder(kb, directory, to_new_folder)
-        rows = [row for row in db.articles_of(kb["pk"])
+        rows = [row for row in db.articles.of_kb(kb["pk"])
                 if (row["published"] or include_drafts)
                 and (not edited or (row["source"] and row["import_version"] != row["updated_at"]))]
         actions = plan_export(db, kb, rows, directory, edited, force, yes,

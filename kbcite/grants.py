@@ -42,7 +42,7 @@ class Grants:
         db = self._ctx.db
         with db.write():
             kb = access.knowledge_base(db, kb_id)
-            db.grant_put(kind, name, kb["pk"], writes, format_version(self._ctx.now_us()))
+            db.grants.put(kind, name, kb["pk"], writes, format_version(self._ctx.now_us()))
 
     def remove(self, kind, name, kb_id):
         """Take a grant back; NotFound when there is none."""
@@ -50,7 +50,7 @@ class Grants:
         db = self._ctx.db
         with db.write():
             kb = access.knowledge_base(db, kb_id)
-            if not db.grant_delete(kind, name, kb["pk"]):
+            if not db.grants.delete(kind, name, kb["pk"]):
                 raise NotFound("%s %r has no grant of knowledge base %r (kb grant list shows "
                                "them)" % (kind, name, kb_id), grant=name)
 
@@ -58,14 +58,14 @@ class Grants:
         """Every grant: kind, name, knowledge base, write mode, when it was made."""
         db = self._ctx.db
         with db.read():
-            return [dict(row) for row in db.grant_list()]
+            return [dict(row) for row in db.grants.list()]
 
     def of(self, subject, groups=()):
         """``{kb_id: writes}`` for a signed-in subject and its groups: a subject's own row
         wins over its groups', the broadest of its groups' otherwise."""
         db = self._ctx.db
         with db.read():
-            rows = db.grants_of(subject, sorted(set(groups)))
+            rows = db.grants.of(subject, sorted(set(groups)))
         own, grouped = {}, {}
         for row in rows:
             kb_id, mode = row["knowledge_base_id"], row["writes"]

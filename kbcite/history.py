@@ -40,7 +40,7 @@ def record(db, kb, article_pk, version_us, updated_at, *, action, published, tit
     """Append one version of an article to the history, in the caller's write transaction
     (``approver``: the person who approved an agent's proposal; ``issuer``: the team issuer
     that vouched for the actor)."""
-    db.versions_insert(kb["pk"], [{
+    db.history.insert(kb["pk"], [{
         "article_pk": article_pk, "version_us": version_us, "updated_at": updated_at,
         "action": action, "sequence": event["sequence"] if event else None,
         "event": event["type"] if event else None, "published": int(published),
@@ -74,13 +74,13 @@ def find(db, kb, article, version, *, argument="version", agents=True):
     """
     version_us = parse_version(version, argument)
     if version_us == article["version_us"]:
-        return db.version(article["pk"], version_us), article["content"]
-    row = db.version(article["pk"], version_us) if version_us is not None else None
+        return db.history.version(article["pk"], version_us), article["content"]
+    row = db.history.version(article["pk"], version_us) if version_us is not None else None
     if row is None or (agents and not row["published"]):
         raise not_found(kb, article["article_id"], version)
     if row["text_pk"] is None:
         raise pruned(kb, article["article_id"], version)
-    return row, db.texts([row["text_pk"]])[row["text_pk"]]
+    return row, db.articles.texts([row["text_pk"]])[row["text_pk"]]
 
 
 def listing(db, kb_id, article_id):
@@ -89,7 +89,7 @@ def listing(db, kb_id, article_id):
     with db.read():
         kb = access.knowledge_base(db, kb_id)
         article = access.article(db, kb, article_id, published_only=False)
-        rows = db.versions_of(article["pk"])
+        rows = db.history.of(article["pk"])
     out, previous = [], None
     for row in rows:
         out.append({
@@ -137,9 +137,9 @@ def prune(ctx, kb_id, keep_days, *, dry_run=False):
     with db.write():
         kb = access.knowledge_base(db, kb_id, lock=True)
         if dry_run:
-            count = db.versions_prunable(kb["pk"], before_us)
+            count = db.history.prunable(kb["pk"], before_us)
         else:
-            count = db.versions_prune(kb["pk"], before_us)
+            count = db.history.prune(kb["pk"], before_us)
     return {"knowledge_base_id": kb["kb_id"], "pruned": count,
             "before": format_version(before_us), "dry_run": dry_run}
 
@@ -154,15 +154,15 @@ def events(ctx, kb_id, after=0, limit=EVENTS_LIMIT_MAX):
     with db.read():
         kb = access.knowledge_base(db, kb_id)
         ids = sorted({event["article_id"] for event in page["events"]})
-        pks = {a: row["pk"] for a, row in db.articles_visibility(kb["pk"], ids).items()} \
+        pks = {a: row["pk"] for a, row in db.articles.visibility_of(kb["pk"], ids).items()} \
             if ids else {}
         keys = {e["sequence"]: (pks.get(e["article_id"]), parse_version(e["updated_at"]))
                 for e in page["events"]}
-        rows = db.versions_at([key for key in keys.values() if key[0] is not None])
-        proposed = db.proposals_by_sequences(kb["pk"], [
+        rows = db.history.at([key for key in keys.values() if key[0] is not None])
+        proposed = db.proposals.by_sequences(kb["pk"], [
             e["sequence"] for e in page["events"] if e["type"] in PROPOSAL_EVENTS]) \
             if any(e["type"] in PROPOSAL_EVENTS for e in page["events"]) else {}
-        own = db.event_actors(kb["pk"], [e["sequence"] for e in page["events"]
+        own = db.events.actors(kb["pk"], [e["sequence"] for e in page["events"]
                                          if e["type"] == EVENT_DELETED])
     out = []
     for e in page["events"]:

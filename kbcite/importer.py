@@ -84,9 +84,9 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
     db = ctx.db
     with articles.transaction(db):
         kb = access.knowledge_base(db, kb_id, lock=True)
-        rows = {row["source"]: row for row in db.articles_imported(kb["pk"])}
+        rows = {row["source"]: row for row in db.articles.imported(kb["pk"])}
         named = sorted({doc.article_id for doc in documents if doc.article_id})
-        by_id = db.articles_by_ids(kb["pk"], named) if named else {}
+        by_id = db.articles.by_ids(kb["pk"], named) if named else {}
         notes = []
         actions = sync_plan(rows, by_id, documents, prune, force, notes)
         warnings = prune_warnings(kb, rows, actions, root) if prune else []
@@ -107,7 +107,7 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
             if any(a["action"] in ("create", "update") for a in actions):
                 db.optimize(kb["pk"])
             if root is not None:
-                db.kb_set_import_root(kb["pk"], root)
+                db.kbs.set_import_root(kb["pk"], root)
         for action in actions:
             action.pop("document", None)
     counts = collections.Counter(action["action"] for action in actions)
@@ -272,7 +272,7 @@ def sync_apply(ctx, kb, rows, by_id, action):
         action["article_id"] = articles.insert(
             ctx, kb, [(doc.title, doc.content, doc.source)], doc.published, action="import",
             actor=IMPORT_ACTOR)[0]
-        pk = ctx.db.article_visibility(kb["pk"], action["article_id"])["pk"]
+        pk = ctx.db.articles.visibility(kb["pk"], action["article_id"])["pk"]
     else:
         row = by_id.get(action["article_id"]) if doc is not None and doc.article_id else None
         if row is None or row["article_id"] != action["article_id"]:
@@ -283,7 +283,7 @@ def sync_apply(ctx, kb, rows, by_id, action):
             action["version"] = row["updated_at"]
             return
         if kind in ("rename", "adopt"):
-            ctx.db.article_set_source(pk, doc.source)
+            ctx.db.articles.set_source(pk, doc.source)
         if kind == "unpublish":
             articles.write(ctx, kb, row, content=row["content"], title=row["title"],
                            published=False, action="unpublish", actor=IMPORT_ACTOR)
@@ -292,5 +292,5 @@ def sync_apply(ctx, kb, rows, by_id, action):
                            published=True if doc.published else bool(row["published"]),
                            action="import", actor=IMPORT_ACTOR)
     # What the import wrote, or found equal to its file: later edits are told apart by it.
-    ctx.db.article_mark_imported(pk)
-    action["version"] = ctx.db.article(pk)["updated_at"]
+    ctx.db.articles.mark_imported(pk)
+    action["version"] = ctx.db.articles.get(pk)["updated_at"]

@@ -95,5 +95,5 @@ def mark_imported(ctx, kb_id, article_id, version):
         row = access.article(db, kb, article_id, published_only=False)
         if row["updated_at"] != version:
             return False
-        db.article_mark_imported(row["pk"])
+        db.articles.mark_imported(row["pk"])
         return True

@@ -74,7 +74,7 @@ def propose(ctx, args, granted, actor=None, issuer=None):
         kb = access.knowledge_base(db, args["knowledge_base_id"], granted, lock=True)
         print_ = fingerprint(kb["kb_id"], args["article_id"], args["content"],
                              args.get("title"), expected_us, args.get("summary"))
-        stored = db.proposal_by_key(kb["pk"], args["idempotency_key"])
+        stored = db.proposals.by_key(kb["pk"], args["idempotency_key"])
         if stored is not None:
             if stored["fingerprint"] != print_:
                 raise IdempotencyKeyReused(
@@ -101,7 +101,7 @@ def propose(ctx, args, granted, actor=None, issuer=None):
                     "fingerprint": print_, "created_at": format_version(now_us),
                     "created_us": now_us, "created_sequence": event["sequence"],
                     "state": PENDING, "actor_issuer": issuer}
-        proposal["pk"] = db.proposal_insert(kb["pk"], proposal)
+        proposal["pk"] = db.proposals.insert(kb["pk"], proposal)
         event["proposal_id"] = proposal["pk"]
         return _result(kb["kb_id"], proposal, event, False)
 
@@ -134,13 +134,13 @@ def check_expire_days(days):
 def _find(db, kb, number):
     """A proposal of ``kb`` by ID, with its text; NotFound names it and what to do."""
     check_number(number)
-    row = db.proposal(number)
+    row = db.proposals.get(number)
     if row is None:
         raise NotFound("there is no proposal %d in this store (kb review list %s lists the "
                        "pending ones)" % (number, kb["kb_id"]), knowledge_base_id=kb["kb_id"],
                        proposal_id=number)
     if row["kb_pk"] != kb["pk"]:
-        other = db.kb_by_pk(row["kb_pk"])["kb_id"]
+        other = db.kbs.by_pk(row["kb_pk"])["kb_id"]
         raise NotFound("proposal %d is of knowledge base %s, not %s: run the command with "
                        "KB %s" % (number, other, kb["kb_id"], other),
                        knowledge_base_id=kb["kb_id"], proposal_id=number)
@@ -177,18 +177,18 @@ def expire(ctx, kb_id, days=EXPIRE_DAYS_DEFAULT):
     before_us = ctx.now_us() - days * DAY_US
     with db.read():
         kb = access.knowledge_base(db, kb_id)
-        if not db.proposals_overdue(kb["pk"], before_us):
+        if not db.proposals.overdue(kb["pk"], before_us):
             return 0
     with db.write():
         kb = access.knowledge_base(db, kb_id, lock=True)
-        overdue = db.proposals_overdue(kb["pk"], before_us)
+        overdue = db.proposals.overdue(kb["pk"], before_us)
         if not overdue:
             return 0
         appended = events.append(db, kb, [("proposal.expired", row["article_id"],
                                            row["base_version"]) for row in overdue])
         now = format_version(ctx.now_us())
         for row, event in zip(overdue, appended):
-            db.proposal_decide(row["pk"], EXPIRED, now, None, None, None, event["sequence"])
+            db.proposals.decide(row["pk"], EXPIRED, now, None, None, None, event["sequence"])
     return len(overdue)
 
 
@@ -213,7 +213,7 @@ def listing(ctx, kb_id, states=(PENDING,), expire_days=EXPIRE_DAYS_DEFAULT):
     db = ctx.db
     with db.read():
         kb = access.knowledge_base(db, kb_id)
-        return [_listed(row) for row in db.proposals_list(kb["pk"], list(states))]
+        return [_listed(row) for row in db.proposals.list(kb["pk"], list(states))]
 
 
 def show(ctx, kb_id, number, expire_days=EXPIRE_DAYS_DEFAULT):
@@ -226,7 +226,7 @@ def show(ctx, kb_id, number, expire_days=EXPIRE_DAYS_DEFAULT):
         row = _find(db, kb, number)
         out = dict(_listed(dict(row, current_version=None, current_published=None)),
                    content=row["content"], base=None, current=None)
-        article = db.article_by_id(kb["pk"], row["article_id"])
+        article = db.articles.by_id(kb["pk"], row["article_id"])
         if article is not None and article["published"]:
             # What its reviewers may read: the published article, now and at the proposal's
             # base. An article unpublished (a draft, perhaps, being written in it) or deleted
@@ -279,7 +279,7 @@ def approve(ctx, kb_id, number, approver, *, rebase=False, edited=None,
     db = ctx.db
     with articles.transaction(db):
         kb, row = _pending_locked(db, kb_id, number)
-        article = db.article_by_id(kb["pk"], row["article_id"])
+        article = db.articles.by_id(kb["pk"], row["article_id"])
         if article is None or not article["published"]:
             raise NotFound("proposal %d of knowledge base %s is about article %s, which is gone "
                            "(deleted or unpublished since it was proposed): nothing to approve; "
@@ -310,7 +310,7 @@ def approve(ctx, kb_id, number, approver, *, rebase=False, edited=None,
             issuer=row["actor_issuer"])
         decided = events.append(db, kb, [("proposal.approved", row["article_id"],
                                           written.updated_at)])[0]
-        db.proposal_decide(row["pk"], APPROVED, format_version(ctx.now_us()), approver, note,
+        db.proposals.decide(row["pk"], APPROVED, format_version(ctx.now_us()), approver, note,
                            written.updated_at, decided["sequence"])
     announced = dict(decided, proposal_id=number, decided_by=approver)
     if note:
@@ -364,7 +364,7 @@ def reject(ctx, kb_id, number, approver, reason, *, expire_days=EXPIRE_DAYS_DEFA
         kb, row = _pending_locked(db, kb_id, number)
         event = events.append(db, kb, [("proposal.rejected", row["article_id"],
                                         row["base_version"])])[0]
-        db.proposal_decide(row["pk"], REJECTED, format_version(ctx.now_us()), approver, reason,
+        db.proposals.decide(row["pk"], REJECTED, format_version(ctx.now_us()), approver, reason,
                            None, event["sequence"])
     return {"proposal_id": number, "knowledge_base_id": kb["kb_id"],
             "article_id": row["article_id"], "reason": reason, "decided_by": approver,
@@ -376,8 +376,8 @@ def audit(db, kb, versions, event_rows):
     decided one without its event."""
     problems = []
     made = {(v["article_pk"], v["updated_at"]) for v in versions}
-    pks = {a["article_id"]: a["pk"] for a in db.audit_articles(kb["pk"])}
-    for row in db.audit_proposals(kb["pk"]):
+    pks = {a["article_id"]: a["pk"] for a in db.audit.articles(kb["pk"])}
+    for row in db.proposals.audit_rows(kb["pk"]):
         name = "knowledge base %r: proposal %d" % (kb["kb_id"], row["pk"])
         wanted = [(row["created_sequence"], "proposal.created")]
         if row["state"] != PENDING:

@@ -41,7 +41,7 @@ def _fields(row):
 
 def end_for_token(db, token_name):
     """Inside the caller's write: end every session of a token (it is being revoked)."""
-    db.sessions_delete_of_token(token_name)
+    db.sessions.delete_of_token(token_name)
 
 
 class Sessions:
@@ -63,12 +63,12 @@ class Sessions:
         now_us = self._ctx.now_us()
         kind = protocol_version if protocol_version.startswith(WEB_KIND_PREFIX) else None
         with db.write():
-            expired = db.sessions_expire(now_us - idle_us, kind)
-            db.session_messages_expire(now_us - MESSAGE_TTL_US)
-            mine = db.sessions_of_token(token_name, kind)
+            expired = db.sessions.expire(now_us - idle_us, kind)
+            db.sessions.messages_expire(now_us - MESSAGE_TTL_US)
+            mine = db.sessions.of_token(token_name, kind)
             evicted = mine[:max(0, len(mine) - per_token + 1)]
-            db.sessions_delete(evicted)
-            db.session_insert(session_id, token_name, protocol_version,
+            db.sessions.delete_many(evicted)
+            db.sessions.insert(session_id, token_name, protocol_version,
                               json.dumps(capabilities, ensure_ascii=False, sort_keys=True), now_us)
         return evicted, expired
 
@@ -77,7 +77,7 @@ class Sessions:
         token's session and one idle longer than ``idle_s`` seconds look exactly like none."""
         db = self._ctx.db
         with db.read():
-            row = db.session_row(session_id)
+            row = db.sessions.row(session_id)
         if (row is None or row["token_name"] != token_name
                 or row["seen_us"] < self._ctx.now_us() - int(idle_s * 1000000)):
             return None
@@ -87,19 +87,19 @@ class Sessions:
         """Note that the session was used now (its idle time starts again)."""
         db = self._ctx.db
         with db.write():
-            db.session_seen(session_id, self._ctx.now_us())
+            db.sessions.seen(session_id, self._ctx.now_us())
 
     def initialized(self, session_id):
         """The client said notifications/initialized; returns whether the session exists."""
         db = self._ctx.db
         with db.write():
-            return db.session_set_initialized(session_id)
+            return db.sessions.set_initialized(session_id)
 
     def end(self, session_id, token_name):
         """End a session of this token (DELETE); returns whether there was one."""
         db = self._ctx.db
         with db.write():
-            return db.session_delete(session_id, token_name)
+            return db.sessions.delete(session_id, token_name)
 
     def leave(self, session_id, kind, target, body):
         """Leave a message for the request ``target`` of a session; returns False when the
@@ -108,9 +108,9 @@ class Sessions:
             raise ValueError("a session message is one of %s, not %r" % (MESSAGE_KINDS, kind))
         db = self._ctx.db
         with db.write():
-            if db.session_row(session_id) is None:
+            if db.sessions.row(session_id) is None:
                 return False
-            db.session_message_insert(secrets.token_hex(12), session_id, kind, target,
+            db.sessions.message_insert(secrets.token_hex(12), session_id, kind, target,
                                       json.dumps(body, ensure_ascii=False), self._ctx.now_us())
         return True
 
@@ -120,13 +120,13 @@ class Sessions:
         True otherwise (a URI subscribed to twice is kept once)."""
         db = self._ctx.db
         with db.write():
-            if db.session_row(session_id) is None:
+            if db.sessions.row(session_id) is None:
                 return None
-            if uri in db.session_subscriptions(session_id):
+            if uri in db.sessions.subscriptions(session_id):
                 return True
-            if db.session_subscription_count(token_name) >= per_token:
+            if db.sessions.subscription_count(token_name) >= per_token:
                 return False
-            db.session_message_insert(secrets.token_hex(12), session_id, "subscription", uri,
+            db.sessions.message_insert(secrets.token_hex(12), session_id, "subscription", uri,
                                       "{}", self._ctx.now_us())
         return True
 
@@ -134,15 +134,15 @@ class Sessions:
         """Forget a session's subscription to ``uri`` (one it never had is fine)."""
         db = self._ctx.db
         with db.write():
-            db.session_subscription_delete(session_id, uri)
+            db.sessions.subscription_delete(session_id, uri)
 
     def subscriptions(self, session_id):
         """The URIs a session subscribes to, or None once the session has ended."""
         db = self._ctx.db
         with db.read():
-            if db.session_row(session_id) is None:
+            if db.sessions.row(session_id) is None:
                 return None
-            return db.session_subscriptions(session_id)
+            return db.sessions.subscriptions(session_id)
 
     def collect(self, session_ids):
         """``(messages, live)``: the messages left for these sessions (each with its body
@@ -152,8 +152,8 @@ class Sessions:
         if not session_ids:
             return [], set()
         with db.read():
-            rows = db.session_messages(session_ids)
-            live = db.sessions_live(session_ids)
+            rows = db.sessions.messages(session_ids)
+            live = db.sessions.live(session_ids)
         return [dict(row, body=json.loads(row["body"])) for row in rows], live
 
     def forget(self, message_ids):
@@ -162,4 +162,4 @@ class Sessions:
             return
         db = self._ctx.db
         with db.write():
-            db.session_messages_delete(message_ids)
+            db.sessions.messages_delete(message_ids)

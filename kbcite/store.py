@@ -247,18 +247,18 @@ class KBStore:
     def knowledge_base_exists(self, kb_id):
         """Whether a knowledge base with this ID exists."""
         with self._db.read():
-            return self._db.kb_row(kb_id) is not None
+            return self._db.kbs.row(kb_id) is not None
 
     def list_knowledge_bases(self):
         """Every knowledge base as a dict: ``knowledge_base_id``, ``name``, ``published`` and
         ``articles`` (created over its life) counts, ``head_sequence``."""
         with self._db.read():
-            return self._db.kb_list()
+            return self._db.kbs.list()
 
     def list_articles(self, kb_id):
         """Every article of a knowledge base, drafts included, as dicts (no content)."""
         with self._db.read():
-            rows = self._db.article_list(access.knowledge_base(self._db, kb_id)["pk"])
+            rows = self._db.articles.listing(access.knowledge_base(self._db, kb_id)["pk"])
         return [dict(row, published=bool(row["published"])) for row in rows]
 
     def get_article(self, kb_id, article_id):

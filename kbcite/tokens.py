@@ -101,13 +101,13 @@ class Tokens:
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         db = self._ctx.db
         with db.write():
-            if db.token_by_name(name) is not None:
+            if db.tokens.by_name(name) is not None:
                 raise InvalidArgument("a token named %r exists already (revoked tokens keep "
                                       "their names); choose another name" % name,
                                       argument="name")
             for kb_id in grants:
                 access.knowledge_base(db, kb_id)
-            db.token_insert(name, token_digest(token), json.dumps(grants), writes,
+            db.tokens.insert(name, token_digest(token), json.dumps(grants), writes,
                             format_version(self._ctx.now_us()), bool(review))
         return token
 
@@ -115,7 +115,7 @@ class Tokens:
         """Every token's name, grants, write mode, creation and revocation times."""
         db = self._ctx.db
         with db.read():
-            rows = db.token_list()
+            rows = db.tokens.list()
         return [dict(row, grants=json.loads(row["grants"]), review=bool(row["review"]))
                 for row in rows]
 
@@ -124,13 +124,13 @@ class Tokens:
         revocation time."""
         db = self._ctx.db
         with db.write():
-            row = db.token_by_name(name)
+            row = db.tokens.by_name(name)
             if row is None:
                 raise NotFound("there is no token named %r" % (name,), token=name)
             if row["revoked_at"] is not None:
                 return row["revoked_at"]
             revoked_at = format_version(self._ctx.now_us())
-            db.token_revoke(name, revoked_at)
+            db.tokens.revoke(name, revoked_at)
             sessions.end_for_token(db, name)
             return revoked_at
 
@@ -145,7 +145,7 @@ class Tokens:
         found = self._found.get(digest)
         if found is None or version is None or found[0] != version:
             with db.read():
-                row = db.token_by_hash(digest)
+                row = db.tokens.by_hash(digest)
             if row is None:
                 self._found.pop(digest, None)
                 return None
@@ -165,7 +165,7 @@ class Tokens:
             return ("the token does not start with %s: kb token create did not make it"
                     % TOKEN_PREFIX)
         with db.read():
-            row = db.token_any_by_hash(token_digest(token))
+            row = db.tokens.any_by_hash(token_digest(token))
         if row is None:
             return "no token of this store is that one (mistyped, or another store's)"
         return "token %r was revoked at %s" % (row["name"], row["revoked_at"])
@@ -176,7 +176,7 @@ class Tokens:
         ``web-link``."""
         db = self._ctx.db
         with db.read():
-            row = db.token_by_name(name)
+            row = db.tokens.by_name(name)
         if row is None or row["revoked_at"] is not None:
             raise NotFound("there is no live token named %r (kb token list shows them)"
                            % (name,), token=name)

@@ -19,9 +19,9 @@ def upgrade(address, semantic=None):
         with db.write():
             found, kb_pks = db.upgrade_schema()
             for kb_pk in kb_pks:
-                index.index_all(db, db.kb_by_pk(kb_pk))
+                index.index_all(db, db.kbs.by_pk(kb_pk))
             if found < VECTORS_SCHEMA and halves.on:
-                for kb in db.audit_kbs():
+                for kb in db.audit.kbs():
                     halves.embed_all(db, kb)
         db.foreign_keys(True)
     finally:

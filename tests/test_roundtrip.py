@@ -251,7 +251,7 @@ def test_good_knowledge_base_ids_are_made(store, kb_id):
 
 def test_an_existing_odd_knowledge_base_id_keeps_working(store):
     with store._db.write():
-        store._db.kb_insert("odd id/ü", None)  # made before IDs were checked
+        store._db.kbs.insert("odd id/ü", None)  # made before IDs were checked
     aid = store.create_article("odd id/ü", "Still here", "Works.")
     assert store.get_article("odd id/ü", aid)["title"] == "Still here"
     assert store.events("odd id/ü")["head_sequence"] == 1

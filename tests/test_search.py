@@ -694,9 +694,9 @@ def test_an_edit_tells_the_index_to_forget_exactly_the_tokens_it_was_given(store
     with db.write():
         kb = access.knowledge_base(db, KB, GRANTED, lock=True)
         row = access.article(db, kb, article_id, published_only=False)
-        ids_known = db.term_ids_known(kb["pk"], ["refunds", "five", "nowhere"])
+        ids_known = db.search.term_ids_known(kb["pk"], ["refunds", "five", "nowhere"])
         assert set(ids_known) == {"refunds", "five"}  # looked up, never added
-        stored = db.search_doc(row["pk"])
+        stored = db.search.doc(row["pk"])
         made = index.made_again(stored, (row["title"], row["content"]), {}, db, kb)
         assert made == index.read_back(db, kb, stored)
         # A text that is not what the index holds (a tokenizer changed, a caller's mistake):
@@ -727,20 +727,20 @@ def index_holds_its_text(store, article_id):
     with db.read():
         kb = access.knowledge_base(db, KB, GRANTED)
         row = access.article(db, kb, article_id, published_only=False)
-        stored = index.read_back(db, kb, db.search_doc(row["pk"]))
+        stored = index.read_back(db, kb, db.search.doc(row["pk"]))
     return stored == ranking.SearchDoc.of(row["title"], row["content"])
 
 
 def asked_ids(store, monkeypatch):
-    """The terms each ``term_ids`` call of the store's engine is asked for, in order."""
+    """The terms each ``term_ids`` call of the store's search table is asked for, in order."""
     asked = []
-    engine = type(store._db)
-    real = engine.term_ids
+    table = type(store._db.search)
+    real = table.term_ids
 
-    def term_ids(db, kb_pk, terms):
+    def term_ids(search, kb_pk, terms):
         asked.append(set(terms))
-        return real(db, kb_pk, terms)
-    monkeypatch.setattr(engine, "term_ids", term_ids)
+        return real(search, kb_pk, terms)
+    monkeypatch.setattr(table, "term_ids", term_ids)
     return asked
 
 
@@ -871,8 +871,8 @@ def test_term_ids_and_names_read_as_tuples_agree_with_the_rows(store, engine):
         pairs = store._db.tuples("SELECT term, term_id FROM search_terms WHERE kb_pk = ? "
                                  "ORDER BY term", (kb_pk,))
         terms = [r["term"] for r in rows]
-        ids = store._db.term_ids_known(kb_pk, terms + ["nowhere"])
-        names = store._db.term_names(kb_pk, [r["term_id"] for r in rows] + [10 ** 6])
+        ids = store._db.search.term_ids_known(kb_pk, terms + ["nowhere"])
+        names = store._db.search.term_names(kb_pk, [r["term_id"] for r in rows] + [10 ** 6])
     assert len(rows) >= 6 and all(type(p) is tuple for p in pairs)
     assert pairs == [(r["term"], r["term_id"]) for r in rows]
     assert ids == {r["term"]: r["term_id"] for r in rows}  # "nowhere" has no ID

@@ -18,13 +18,13 @@ def path(address, tmp_path):
 def lookups(store, monkeypatch):
     """The tokens the store's engine looks up by hash, in order."""
     looked = []
-    engine = type(store._db)
-    real = engine.token_by_hash
+    table = type(store._db.tokens)
+    real = table.by_hash
 
-    def token_by_hash(db, token_hash):
+    def by_hash(tokens, token_hash):
         looked.append(token_hash)
-        return real(db, token_hash)
-    monkeypatch.setattr(engine, "token_by_hash", token_by_hash)
+        return real(tokens, token_hash)
+    monkeypatch.setattr(table, "by_hash", by_hash)
     return looked
 
 

@@ -135,13 +135,13 @@ def candidates(parser, words, environ):
         with db.read():
             if kind == "kb":
                 rows = [(row["knowledge_base_id"], row["name"] or "")
-                        for row in db.kb_list() if row["knowledge_base_id"].startswith(prefix)]
+                        for row in db.kbs.list() if row["knowledge_base_id"].startswith(prefix)]
                 return [(kb, _shown(name)) for kb, name in rows[:CANDIDATES_MAX]]
-            kb = db.kb_row(kb_id)
+            kb = db.kbs.row(kb_id)
             if kb is None:
                 return []
             return [(aid, _shown(title))
-                    for aid, title in db.ids_with_prefix(kb["pk"], prefix, CANDIDATES_MAX)]
+                    for aid, title in db.articles.ids_with_prefix(kb["pk"], prefix, CANDIDATES_MAX)]
     finally:
         db.close()
 

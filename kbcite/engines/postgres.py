@@ -43,7 +43,8 @@ from ..errors import CallCancelled, NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .contract import Engine, spelled_for
 from .errors import busy_error, check_version, damaged_error, failed_error, standby_error
-from .sql import SharedSQL
+from .sql import TABLES as TABLE_CLASSES, TableHandles
+from .sql.history import HistorySQL
 from .sql.history import VERSION_COLUMNS
 from .sql.knowledge_bases import KB_COLUMNS
 from .postgres_fts import TsvectorIndex
@@ -65,7 +66,21 @@ DAMAGE_STATES = ("XX001", "XX002")  # data corrupted, index corrupted
 READ_ONLY_STATE = "25006"  # a write on a hot standby or in a read-only transaction
 
 
-class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
+class PostgresHistorySQL(HistorySQL):
+    """The history, where PostgreSQL looks versions up by pairs its own way."""
+
+    def at(self, pairs):
+        """``{(article_pk, version_us): row}``: the pairs as two arrays, one statement."""
+        pairs = sorted(set(pairs))
+        if not pairs:
+            return {}
+        return {(row["article_pk"], row["version_us"]): row for row in self.db.rows(
+            "SELECT %s FROM versions WHERE (article_pk, version_us) IN (SELECT * FROM "
+            "unnest(?::bigint[], ?::bigint[]))" % ", ".join(VERSION_COLUMNS),
+            ([p for p, _ in pairs], [v for _, v in pairs]))}
+
+
+class PostgresEngine(TsvectorIndex, TableHandles, Engine):
     """A store in a PostgreSQL database (the first schema of its search_path)."""
 
     name = "postgresql"
@@ -74,6 +89,7 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
     placeholder = "%s"
     arrays = True
     search_doc_extra = (("tsv", "?::tsvector"), ("title_tsv", "?::tsvector"))
+    table_classes = dict(TABLE_CLASSES, history=PostgresHistorySQL)
 
     def __init__(self, address, *, create=False, timeout=BUSY_TIMEOUT_S, upgrading=False):
         if psycopg is None:
@@ -86,6 +102,7 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
         self._sql = {}
         self._conn = None
         self._channel_name = None
+        self.open_tables()
         self._connect()
         try:
             self.schema = self._identify(upgrading)
@@ -205,16 +222,6 @@ class PostgresEngine(TsvectorIndex, SharedSQL, Engine):
                        % KB_COLUMNS, (kb_id,))
         self.stop_if_interrupted()
         return row
-
-    def versions_at(self, pairs):
-        """``{(article_pk, version_us): row}``: the pairs as two arrays, one statement."""
-        pairs = sorted(set(pairs))
-        if not pairs:
-            return {}
-        return {(row["article_pk"], row["version_us"]): row for row in self.rows(
-            "SELECT %s FROM versions WHERE (article_pk, version_us) IN (SELECT * FROM "
-            "unnest(?::bigint[], ?::bigint[]))" % ", ".join(VERSION_COLUMNS),
-            ([p for p, _ in pairs], [v for _, v in pairs]))}
 
     def new_text_pks(self, count):
         """``count`` pks taken from the texts sequence at once (increasing)."""

@@ -20,7 +20,7 @@ from ..errors import CallCancelled, NotAStore, StoreFailed, WouldWait
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .contract import Engine
 from .errors import busy_error, check_version, damaged_error, failed_error, read_only_error
-from .sql import SharedSQL
+from .sql import TableHandles
 from .sqlite_fts import FTS5Index
 from .sqlite_schema import MIGRATIONS, SCHEMA_SQL, STORE_TABLES
 
@@ -100,7 +100,7 @@ def read_only_reason(path):
     return None
 
 
-class SQLiteEngine(FTS5Index, SharedSQL, Engine):
+class SQLiteEngine(FTS5Index, TableHandles, Engine):
     """A store in one SQLite file (WAL mode) or in memory."""
 
     name = "sqlite"
@@ -123,6 +123,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
                             % (self.path, os.path.join(self.path, "kb.sqlite3"),
                                os.path.join(self.path, "kb.sqlite3")), path=self.path)
         try:
+            self.open_tables()
             self._conn = self._connect(create)
         except sqlite3.Error as exc:
             if create:
@@ -358,7 +359,7 @@ class SQLiteEngine(FTS5Index, SharedSQL, Engine):
 
     def lock_kb(self, kb_id):
         """The knowledge base row; BEGIN IMMEDIATE already holds the file's one write lock."""
-        return self.kb_row(kb_id)
+        return self.kbs.row(kb_id)
 
     def new_text_pks(self, count):
         """The next ``count`` pks after the largest: the file's write lock makes them ours."""

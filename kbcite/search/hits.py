@@ -17,7 +17,7 @@ from .tiers import ranked
 
 def hit_rows(db, kb, pks):
     """The hits' rows (content cut to the snippet window), checked against the index."""
-    rows = {row["pk"]: row for row in db.article_hits(pks, SNIPPET_SCAN_CHARS)}
+    rows = {row["pk"]: row for row in db.articles.hits(pks, SNIPPET_SCAN_CHARS)}
     if len(rows) != len(pks):
         raise StoreDamaged(
             "the search index of knowledge base %r lists %d article(s) that are not in the "

@@ -26,23 +26,23 @@ def reindex(db, kb, pk, was_published, title, content, published, semantic=None,
             if ids is None:  # a looked-up ID is not the one remembered: look them all up
                 written.forget(kb["pk"], pk)
     if ids is None:
-        ids = db.term_ids(kb["pk"], sorted(new.terms())) if new is not None else {}
+        ids = db.search.term_ids(kb["pk"], sorted(new.terms())) if new is not None else {}
         if was_published:
             old = made_again(stored, was, ids, db, kb) if was is not None else None
             if old is None:
                 old = read_back(db, kb, stored)
     body = new.body_bytes(ids) if new is not None else None
     if old is not None and new is not None:
-        db.search_doc_replace(kb["pk"], pk, old, new, body)
+        db.search.doc_replace(kb["pk"], pk, old, new, body)
         db.index_replace(kb["pk"], pk, old, new)
     elif old is not None:
         db.index_remove(kb["pk"], pk, old)
-        db.search_doc_delete(kb["pk"], pk, old)
+        db.search.doc_delete(kb["pk"], pk, old)
     elif new is not None:
-        db.search_docs_put(kb["pk"], [(pk, new)], [body])
+        db.search.docs_put(kb["pk"], [(pk, new)], [body])
         db.index_add(kb["pk"], [(pk, new)])
-    db.term_counts_add(kb["pk"], presence_delta(old, new))
-    db.kb_add_published(
+    db.search.term_counts_add(kb["pk"], presence_delta(old, new))
+    db.kbs.add_published(
         kb["pk"], (new is not None) - (old is not None),
         (new.title_len if new else 0) - (old.title_len if old else 0),
         (new.body_len if new else 0) - (old.body_len if old else 0))
@@ -64,7 +64,7 @@ def _ids_after(db, kb, known, new):
     if new is None:
         return old, {}
     ids = {term: old_ids[term] for term, _ in new.body_counts.items() & old.body_counts.items()}
-    looked_up = db.term_ids(kb["pk"], sorted(new.terms() - ids.keys()))
+    looked_up = db.search.term_ids(kb["pk"], sorted(new.terms() - ids.keys()))
     if any(old_ids.get(term, found) != found for term, found in looked_up.items()):
         return old, None
     ids.update(looked_up)
@@ -87,7 +87,7 @@ def made_again(stored, was, ids, db, kb):
     missing = [term for term in doc.body_counts if term not in ids]
     if missing:
         ids = dict(ids)
-        ids.update(db.term_ids_known(kb["pk"], sorted(missing)))
+        ids.update(db.search.term_ids_known(kb["pk"], sorted(missing)))
         if any(term not in ids for term in missing):
             return None
     return doc if doc.body_bytes(ids) == bytes(stored["body"]) else None
@@ -97,15 +97,15 @@ def read_back(db, kb, stored):
     """The SearchDoc of a stored ``search_docs`` row, its terms read back by their IDs."""
     try:
         pairs = decode_body(bytes(stored["body"]))
-        return SearchDoc.stored(stored, db.term_names(kb["pk"], (i for i, _ in pairs)), pairs)
+        return SearchDoc.stored(stored, db.search.term_names(kb["pk"], (i for i, _ in pairs)), pairs)
     except (KeyError, ValueError):
-        raise db.damaged(kb, "search index") from None
+        raise db.audit.damaged(kb, "search index") from None
 
 
 def _stored_row(db, kb, pk):
-    stored = db.search_doc(pk)
+    stored = db.search.doc(pk)
     if stored is None:
-        raise db.damaged(kb, "search index")
+        raise db.audit.damaged(kb, "search index")
     return stored
 
 
@@ -115,11 +115,11 @@ def index_new(db, kb, docs, semantic=None, texts=()):
     half, the vectors of their ``texts`` (``(pk, title, content)``)."""
     totals = presence_totals(doc for _, doc in docs)
     # The terms most articles hold get the smallest IDs: the fewest bytes where most stored.
-    ids = db.term_ids(kb["pk"], sorted(totals, key=lambda term: (-sum(totals[term]), term)))
-    db.search_docs_put(kb["pk"], docs, [doc.body_bytes(ids) for _, doc in docs])
+    ids = db.search.term_ids(kb["pk"], sorted(totals, key=lambda term: (-sum(totals[term]), term)))
+    db.search.docs_put(kb["pk"], docs, [doc.body_bytes(ids) for _, doc in docs])
     db.index_add(kb["pk"], docs)
-    db.term_counts_add(kb["pk"], totals)
-    db.kb_add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),
+    db.search.term_counts_add(kb["pk"], totals)
+    db.kbs.add_published(kb["pk"], len(docs), sum(d.title_len for _, d in docs),
                         sum(d.body_len for _, d in docs))
     if semantic is not None:
         semantic.added(db, kb, list(texts))
@@ -128,9 +128,9 @@ def index_new(db, kb, docs, semantic=None, texts=()):
 def index_all(db, kb, semantic=None):
     """Index every published article of a knowledge base anew (an upgrade, a rebuild), and,
     with a ``semantic`` half, embed them anew."""
-    db.search_clear(kb["pk"])
+    db.search.clear(kb["pk"])
     docs = [(row["pk"], SearchDoc.of(row["title"], row["content"]))
-            for row in db.published_texts(kb["pk"])]
+            for row in db.articles.published_texts(kb["pk"])]
     if docs:
         index_new(db, kb, docs)
     db.optimize(kb["pk"])

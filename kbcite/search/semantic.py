@@ -129,7 +129,7 @@ class Semantic:
             self.added(db, kb, [(pk, title, content)])
         elif was_published and (kb.get("vectors_written") or self.on):
             # A knowledge base that never had a vector has none to remove.
-            db.vectors_delete(kb["pk"], [pk])
+            db.vectors.delete(kb["pk"], [pk])
 
     def added(self, db, kb, items):
         """After new published articles ``(pk, title, content)``: their vectors."""
@@ -137,15 +137,15 @@ class Semantic:
         if model is None:
             return
         vectors = model.embed([model.article_text(title, content) for _, title, content in items])
-        db.vectors_put(kb["pk"], model.name, [(pk, model.pack(vector))
+        db.vectors.put(kb["pk"], model.name, [(pk, model.pack(vector))
                                               for (pk, _, _), vector in zip(items, vectors)])
 
     def embed_all(self, db, kb):
         """Every published article's vector anew (``kb reindex``, an upgrade, a restore)."""
-        db.vectors_clear(kb["pk"])
+        db.vectors.clear(kb["pk"])
         if self.on:
             self.added(db, kb, [(row["pk"], row["title"], row["content"])
-                                for row in db.published_texts(kb["pk"])])
+                                for row in db.articles.published_texts(kb["pk"])])
 
     # -- search ----------------------------------------------------------------------------------
 
@@ -181,7 +181,7 @@ class Semantic:
             if held is not None and held[0] == stamp:
                 _matrices.move_to_end(key)
                 return held[1:]
-        pks, blobs = db.vectors_of(kb["pk"], model.name)
+        pks, blobs = db.vectors.of(kb["pk"], model.name)
         np = model._np
         pk_array = np.array(pks, dtype=np.int64)
         whole = model.unpack_many(blobs)

@@ -52,7 +52,7 @@ def query_stats(db, kb, text):
     needs: average lengths, each term's idf and weight, the query's words as a phrase."""
     said = tokens(text)
     terms = terms_of(said)
-    counts, ids = db.term_counts(kb["pk"], terms) if terms else ({}, {})
+    counts, ids = db.search.term_counts(kb["pk"], terms) if terms else ({}, {})
     # A word no published article holds cannot tell articles apart: it is ignored.
     terms = [term for term in terms if term in counts]
     if len(terms) > SCORED_TERMS_MAX:
@@ -131,7 +131,7 @@ def ranked(db, kb, text, limit, work):
         work["queries"] += len(lists)
         new = sorted({pk for pks in lists for pk in pks} - set(scored))
         if new:
-            rows = [docs[pk] for pk in new] if docs is not None else db.search_docs(new)
+            rows = [docs[pk] for pk in new] if docs is not None else db.search.docs(new)
             for row in rows:
                 held, value, in_body = score(row, needles, stats)
                 title = row["title_terms"]
@@ -179,7 +179,7 @@ def ranked(db, kb, text, limit, work):
             every = rarest_first[:QUESTION_EVERY_TERMS]
             gather(*db.match_docs(kb["pk"], [(every, False, 0), (every, True, 0)],
                                   QUESTION_CANDIDATES))
-            gather(db.title_candidates(kb["pk"], rarest_first, limit))
+            gather(db.search.title_candidates(kb["pk"], rarest_first, limit))
         else:
             # Every word common: the titles holding the rarest few title words, then, for
             # places left, the articles holding the rarest few anywhere, stand in for those
@@ -205,12 +205,12 @@ def ranked(db, kb, text, limit, work):
                 # left, then, only if still short, each word's first articles, rarest first.
                 # (Each word's first ``limit``: fewer than ``limit`` are scored, so a word
                 # held by ``limit`` articles has enough not scored yet to fill the places.)
-                gather(db.title_candidates(kb["pk"], rarest_first[:1], limit))
+                gather(db.search.title_candidates(kb["pk"], rarest_first[:1], limit))
                 if len(scored) < limit:
                     gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first],
                                     limit))
     elif len(terms) == 1:
-        gather(db.title_candidates(kb["pk"], terms, cap)
+        gather(db.search.title_candidates(kb["pk"], terms, cap)
                + db.match(kb["pk"], [(terms, False, 0)], cap))
     elif len(terms) == 2:
         # Two words: many articles hold both, and all but one is either word.
@@ -229,7 +229,7 @@ def ranked(db, kb, text, limit, work):
             # only if still short, the first articles holding it anywhere. Asking for as
             # many more as are already scored keeps those from using up the places.
             short = limit - sum(1 for key in scored.values() if key[1] <= 1)
-            gather(db.title_candidates(kb["pk"], rarest_first,
+            gather(db.search.title_candidates(kb["pk"], rarest_first,
                                        min(cap, short + len(scored))))
             if len(scored) < limit:
                 gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first],

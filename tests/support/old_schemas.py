@@ -33,7 +33,7 @@ def as_schema_9(address, engine):
         texts = []
         for row in rows:
             pairs = decode_body(bytes(row["body"]))
-            names = db.term_names(row["kb_pk"], [i for i, _ in pairs])
+            names = db.search.term_names(row["kb_pk"], [i for i, _ in pairs])
             counts = {names[i]: n for i, n in pairs}
             texts.append(("\n" + "".join("%s\t%d\n" % item for item in sorted(counts.items())),
                           row["pk"]))

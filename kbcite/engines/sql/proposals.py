@@ -6,6 +6,8 @@ and the version an approval produced. ``created_sequence`` and ``decided_sequenc
 events in the knowledge base's log, so a poll can say which proposal an event is about.
 """
 
+from ._table import Table
+
 # ``{pk}`` and ``{big}`` are each engine's spelling of an increasing key and a 64-bit integer.
 PROPOSALS_SQL = """
 CREATE TABLE proposals (
@@ -54,59 +56,59 @@ WITH_ARTICLE = ("proposals AS p LEFT JOIN articles AS a ON a.kb_pk = p.kb_pk AND
                 "a.article_id = p.article_id")
 
 
-class ProposalSQL:
+class ProposalSQL(Table):
     """The ``proposals`` table's statements, in the caller's transaction."""
 
-    def proposal_insert(self, kb_pk, row):
+    def insert(self, kb_pk, row):
         """Store a new proposal (a dict of its columns); returns its pk."""
         columns = ("article_id", "base_version", "base_bytes", "title", "content", "bytes",
                    "actor", "summary", "idempotency_key", "fingerprint", "created_at",
                    "created_us", "created_sequence", "state", "actor_issuer")
-        self.execute("INSERT INTO proposals (kb_pk, %s) VALUES (?, %s)"
+        self.db.execute("INSERT INTO proposals (kb_pk, %s) VALUES (?, %s)"
                      % (", ".join(columns), ", ".join("?" * len(columns))),
                      [kb_pk] + [row[c] for c in columns])
-        return self.value("SELECT pk FROM proposals WHERE kb_pk = ? AND idempotency_key = ?",
+        return self.db.value("SELECT pk FROM proposals WHERE kb_pk = ? AND idempotency_key = ?",
                           (kb_pk, row["idempotency_key"]))
 
-    def proposal_by_key(self, kb_pk, key):
+    def by_key(self, kb_pk, key):
         """The proposal made with this idempotency key, or None."""
-        return self.row("SELECT %s, p.fingerprint FROM proposals AS p WHERE p.kb_pk = ? AND "
+        return self.db.row("SELECT %s, p.fingerprint FROM proposals AS p WHERE p.kb_pk = ? AND "
                         "p.idempotency_key = ?" % LISTED, (kb_pk, key))
 
-    def proposal(self, pk):
+    def get(self, pk):
         """A proposal's whole row (its text too) with its knowledge base's pk, or None."""
-        return self.row("SELECT %s, p.kb_pk, p.content FROM proposals AS p WHERE p.pk = ?"
+        return self.db.row("SELECT %s, p.kb_pk, p.content FROM proposals AS p WHERE p.pk = ?"
                         % LISTED, (pk,))
 
-    def proposals_list(self, kb_pk, states):
+    def list(self, kb_pk, states):
         """A knowledge base's proposals in these states, oldest first, each with its article's
         current version and visibility (None where it is gone); no texts."""
         marks = ",".join("?" * len(states))
-        return self.rows(
+        return self.db.rows(
             "SELECT %s, a.updated_at AS current_version, a.published AS current_published "
             "FROM %s WHERE p.kb_pk = ? AND p.state IN (%s) ORDER BY p.pk"
             % (QUEUED, WITH_ARTICLE, marks), [kb_pk] + list(states))
 
-    def proposals_overdue(self, kb_pk, before_us):
+    def overdue(self, kb_pk, before_us):
         """The pks and articles of pending proposals made before ``before_us``, oldest first."""
-        return self.rows("SELECT pk, article_id, base_version FROM proposals WHERE kb_pk = ? "
+        return self.db.rows("SELECT pk, article_id, base_version FROM proposals WHERE kb_pk = ? "
                          "AND state = 'pending' AND created_us < ? ORDER BY pk",
                          (kb_pk, before_us))
 
-    def proposal_decide(self, pk, state, decided_at, decided_by, reason, version, sequence):
+    def decide(self, pk, state, decided_at, decided_by, reason, version, sequence):
         """Decide a pending proposal (the compare-and-swap: only while it is pending);
         returns the rows changed (0 or 1)."""
-        return self.execute(
+        return self.db.execute(
             "UPDATE proposals SET state = ?, decided_at = ?, decided_by = ?, reason = ?, "
             "version = ?, decided_sequence = ? WHERE pk = ? AND state = 'pending'",
             (state, decided_at, decided_by, reason, version, sequence, pk)).rowcount
 
-    def proposals_by_sequences(self, kb_pk, sequences):
+    def by_sequences(self, kb_pk, sequences):
         """``{sequence: proposal row}`` for the events among ``sequences`` a proposal made."""
-        where, params = self.in_list("created_sequence", sequences)
-        decided, more = self.in_list("decided_sequence", sequences)
+        where, params = self.db.in_list("created_sequence", sequences)
+        decided, more = self.db.in_list("decided_sequence", sequences)
         found = {}
-        for row in self.rows("SELECT %s FROM proposals AS p WHERE p.kb_pk = ? AND (%s OR %s)"
+        for row in self.db.rows("SELECT %s FROM proposals AS p WHERE p.kb_pk = ? AND (%s OR %s)"
                              % (LISTED, where.replace("created_sequence", "p.created_sequence"),
                                 decided.replace("decided_sequence", "p.decided_sequence")),
                              [kb_pk] + params + more):
@@ -115,7 +117,7 @@ class ProposalSQL:
                 found[row["decided_sequence"]] = row
         return found
 
-    def audit_proposals(self, kb_pk):
+    def audit_rows(self, kb_pk):
         """Every proposal of a knowledge base, without texts, oldest first."""
-        return self.rows("SELECT %s FROM proposals AS p WHERE p.kb_pk = ? ORDER BY p.pk"
+        return self.db.rows("SELECT %s FROM proposals AS p WHERE p.kb_pk = ? ORDER BY p.pk"
                          % LISTED, (kb_pk,))

@@ -1,6 +1,8 @@
 """The HTTP server's handshake sessions and the messages left for them: the tables (the same
 on every engine) and their statements."""
 
+from ._table import Table
+
 # The HTTP server's handshake sessions (MCP 2025-11-25 and earlier), the same on every engine,
 # kept here so that every server process on the store serves each (kbcite.sessions); and what
 # a client sends to a request another process holds (its answer to a question, a
@@ -50,99 +52,99 @@ def _of_kind(kind):
     return "protocol_version = ?", [kind]
 
 
-class SessionSQL:
+class SessionSQL(Table):
     """The ``sessions`` and ``session_messages`` tables."""
 
-    def session_insert(self, session_id, token_name, protocol_version, capabilities, now_us):
+    def insert(self, session_id, token_name, protocol_version, capabilities, now_us):
         """Record a new session."""
-        self.execute("INSERT INTO sessions (%s) VALUES (?, ?, ?, ?, 0, ?, ?)" % SESSION_COLUMNS,
+        self.db.execute("INSERT INTO sessions (%s) VALUES (?, ?, ?, ?, 0, ?, ?)" % SESSION_COLUMNS,
                      (session_id, token_name, protocol_version, capabilities, now_us, now_us))
 
-    def session_row(self, session_id):
+    def row(self, session_id):
         """A session's row by its ID, or None."""
-        return self.row("SELECT %s FROM sessions WHERE id = ?" % SESSION_COLUMNS, (session_id,))
+        return self.db.row("SELECT %s FROM sessions WHERE id = ?" % SESSION_COLUMNS, (session_id,))
 
-    def session_seen(self, session_id, now_us):
+    def seen(self, session_id, now_us):
         """Note a session's use (never moving it back)."""
-        self.execute("UPDATE sessions SET seen_us = ? WHERE id = ? AND seen_us < ?",
+        self.db.execute("UPDATE sessions SET seen_us = ? WHERE id = ? AND seen_us < ?",
                      (now_us, session_id, now_us))
 
-    def session_set_initialized(self, session_id):
+    def set_initialized(self, session_id):
         """Mark a session's client initialized; returns whether the session exists."""
-        return self.execute("UPDATE sessions SET initialized = 1 WHERE id = ?",
+        return self.db.execute("UPDATE sessions SET initialized = 1 WHERE id = ?",
                             (session_id,)).rowcount == 1
 
-    def session_delete(self, session_id, token_name):
+    def delete(self, session_id, token_name):
         """End a session of this token (its messages go with it); returns whether it was."""
-        return self.execute("DELETE FROM sessions WHERE id = ? AND token_name = ?",
+        return self.db.execute("DELETE FROM sessions WHERE id = ? AND token_name = ?",
                             (session_id, token_name)).rowcount == 1
 
-    def sessions_of_token(self, token_name, kind=None):
+    def of_token(self, token_name, kind=None):
         """A token's session IDs of one kind (None: its MCP handshakes, of any protocol
         version), least recently used first."""
         where, params = _of_kind(kind)
-        return [r["id"] for r in self.rows("SELECT id FROM sessions WHERE token_name = ? AND "
+        return [r["id"] for r in self.db.rows("SELECT id FROM sessions WHERE token_name = ? AND "
                                            + where + " ORDER BY seen_us, id",
                                            [token_name] + params)]
 
-    def sessions_delete(self, session_ids):
+    def delete_many(self, session_ids):
         """End these sessions."""
-        self.execute_many("DELETE FROM sessions WHERE id = ?", [(i,) for i in session_ids])
+        self.db.execute_many("DELETE FROM sessions WHERE id = ?", [(i,) for i in session_ids])
 
-    def sessions_delete_of_token(self, token_name):
+    def delete_of_token(self, token_name):
         """End every session of a token."""
-        self.execute("DELETE FROM sessions WHERE token_name = ?", (token_name,))
+        self.db.execute("DELETE FROM sessions WHERE token_name = ?", (token_name,))
 
-    def sessions_expire(self, before_us, kind=None):
+    def expire(self, before_us, kind=None):
         """End every session of one kind (None: the MCP handshakes) last used before
         ``before_us``; returns how many."""
         where, params = _of_kind(kind)
-        return self.execute("DELETE FROM sessions WHERE seen_us < ? AND " + where,
+        return self.db.execute("DELETE FROM sessions WHERE seen_us < ? AND " + where,
                             [before_us] + params).rowcount
 
-    def sessions_live(self, session_ids):
+    def live(self, session_ids):
         """Which of these sessions still exist."""
         marks = ",".join("?" * len(session_ids))
-        return {r["id"] for r in self.rows("SELECT id FROM sessions WHERE id IN (%s)" % marks,
+        return {r["id"] for r in self.db.rows("SELECT id FROM sessions WHERE id IN (%s)" % marks,
                                            list(session_ids))}
 
-    def session_message_insert(self, message_id, session_id, kind, target, body, now_us):
+    def message_insert(self, message_id, session_id, kind, target, body, now_us):
         """Leave a message for the process holding a session's request."""
-        self.execute("INSERT INTO session_messages (id, session_id, kind, target, body, "
+        self.db.execute("INSERT INTO session_messages (id, session_id, kind, target, body, "
                      "created_us) VALUES (?, ?, ?, ?, ?, ?)",
                      (message_id, session_id, kind, target, body, now_us))
 
-    def session_messages(self, session_ids):
+    def messages(self, session_ids):
         """The messages left for these sessions, oldest first."""
         marks = ",".join("?" * len(session_ids))
-        return self.rows("SELECT id, session_id, kind, target, body, created_us FROM "
+        return self.db.rows("SELECT id, session_id, kind, target, body, created_us FROM "
                          "session_messages WHERE session_id IN (%s) AND kind <> 'subscription' "
                          "ORDER BY created_us, id" % marks, list(session_ids))
 
-    def session_messages_delete(self, message_ids):
+    def messages_delete(self, message_ids):
         """Forget messages (collected)."""
-        self.execute_many("DELETE FROM session_messages WHERE id = ?",
+        self.db.execute_many("DELETE FROM session_messages WHERE id = ?",
                           [(i,) for i in message_ids])
 
-    def session_messages_expire(self, before_us):
+    def messages_expire(self, before_us):
         """Forget every message left before ``before_us`` that nobody collected."""
-        self.execute("DELETE FROM session_messages WHERE created_us < ? AND kind <> "
+        self.db.execute("DELETE FROM session_messages WHERE created_us < ? AND kind <> "
                      "'subscription'", (before_us,))
 
-    def session_subscriptions(self, session_id):
+    def subscriptions(self, session_id):
         """The URIs a session subscribed to (kept as its messages of kind ``subscription``,
         which last as long as the session), oldest first."""
-        return [r["target"] for r in self.rows(
+        return [r["target"] for r in self.db.rows(
             "SELECT target FROM session_messages WHERE session_id = ? AND kind = "
             "'subscription' ORDER BY created_us, id", (session_id,))]
 
-    def session_subscription_count(self, token_name):
+    def subscription_count(self, token_name):
         """How many URIs the sessions of a token subscribe to, all told."""
-        return self.value(
+        return self.db.value(
             "SELECT count(*) FROM session_messages AS m JOIN sessions AS s ON s.id = "
             "m.session_id WHERE s.token_name = ? AND m.kind = 'subscription'", (token_name,))
 
-    def session_subscription_delete(self, session_id, uri):
+    def subscription_delete(self, session_id, uri):
         """Forget one URI a session subscribed to; returns whether it had."""
-        return self.execute("DELETE FROM session_messages WHERE session_id = ? AND kind = "
+        return self.db.execute("DELETE FROM session_messages WHERE session_id = ? AND kind = "
                             "'subscription' AND target = ?", (session_id, uri)).rowcount > 0

@@ -1,5 +1,7 @@
 """The HTTP server's bearer tokens: the table (the same on every engine) and its statements."""
 
+from ._table import Table
+
 # Bearer tokens for the HTTP server, the same on every engine: only a SHA-256 of each is kept,
 # with what it grants.
 TOKENS_SQL = """
@@ -20,35 +22,35 @@ TOKENS_SQL_5 = TOKENS_SQL.replace("    revoked_at TEXT,\n    review INTEGER NOT 
 TOKENS_REVIEW_SQL = "ALTER TABLE tokens ADD COLUMN review INTEGER NOT NULL DEFAULT 0"
 
 
-class TokenSQL:
+class TokenSQL(Table):
     """The ``tokens`` table."""
 
-    def token_insert(self, name, token_hash, grants, writes, created_at, review=False):
+    def insert(self, name, token_hash, grants, writes, created_at, review=False):
         """Record a new token (its hash only)."""
-        self.execute("INSERT INTO tokens (name, token_hash, grants, writes, created_at, review) "
+        self.db.execute("INSERT INTO tokens (name, token_hash, grants, writes, created_at, review) "
                      "VALUES (?, ?, ?, ?, ?, ?)", (name, token_hash, grants, writes, created_at,
                                                    int(review)))
 
-    def token_by_name(self, name):
+    def by_name(self, name):
         """A token's row by its name, or None."""
-        return self.row("SELECT name, grants, writes, created_at, revoked_at, review FROM "
+        return self.db.row("SELECT name, grants, writes, created_at, revoked_at, review FROM "
                         "tokens WHERE name = ?", (name,))
 
-    def token_by_hash(self, token_hash):
+    def by_hash(self, token_hash):
         """The live (not revoked) token with this hash, or None."""
-        return self.row("SELECT name, grants, writes, review FROM tokens WHERE token_hash = ? "
+        return self.db.row("SELECT name, grants, writes, review FROM tokens WHERE token_hash = ? "
                         "AND revoked_at IS NULL", (token_hash,))
 
-    def token_any_by_hash(self, token_hash):
+    def any_by_hash(self, token_hash):
         """The token with this hash, revoked or not (to say why it was refused), or None."""
-        return self.row("SELECT name, revoked_at FROM tokens WHERE token_hash = ?", (token_hash,))
+        return self.db.row("SELECT name, revoked_at FROM tokens WHERE token_hash = ?", (token_hash,))
 
-    def token_list(self):
+    def list(self):
         """Every token, by name (no hashes)."""
-        return self.rows("SELECT name, grants, writes, created_at, revoked_at, review FROM "
+        return self.db.rows("SELECT name, grants, writes, created_at, revoked_at, review FROM "
                          "tokens ORDER BY name")
 
-    def token_revoke(self, name, revoked_at):
+    def revoke(self, name, revoked_at):
         """Mark a token revoked; returns whether it was live."""
-        return self.execute("UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at "
+        return self.db.execute("UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at "
                             "IS NULL", (revoked_at, name)).rowcount == 1

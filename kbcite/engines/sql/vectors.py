@@ -1,6 +1,8 @@
 """The semantic half's vectors: one a published article, written in the transaction of the
 version it embeds (``kbcite.search.semantic``), read a knowledge base at a time."""
 
+from ._table import Table
+
 # A published article's vector (schema 8), keyed by knowledge base first so that a search
 # reads one knowledge base's vectors as one range; ``model`` names the model that made it,
 # and a vector of another is never read. The column types are each engine's.
@@ -19,44 +21,44 @@ VECTORS_COUNTER_SQL = ("ALTER TABLE knowledge_bases ADD COLUMN vectors_written {
                        "DEFAULT 0")
 
 
-class VectorSQL:
+class VectorSQL(Table):
     """The ``article_vectors`` table."""
 
-    def vectors_put(self, kb_pk, model, items):
+    def put(self, kb_pk, model, items):
         """Store ``(pk, vector bytes)`` items, replacing what the articles had."""
         if not items:
             return
-        self.execute_many("INSERT INTO article_vectors (kb_pk, pk, model, vector) "
+        self.db.execute_many("INSERT INTO article_vectors (kb_pk, pk, model, vector) "
                           "VALUES (?, ?, ?, ?) ON CONFLICT (kb_pk, pk) DO UPDATE SET "
                           "model = excluded.model, vector = excluded.vector",
                           [(kb_pk, pk, model, vector) for pk, vector in items])
-        self._vectors_moved(kb_pk)
+        self._moved(kb_pk)
 
-    def vectors_delete(self, kb_pk, pks):
+    def delete(self, kb_pk, pks):
         """Forget the articles' vectors (unpublished, deleted, or written without a model)."""
         if not pks:
             return
-        self.execute_many("DELETE FROM article_vectors WHERE kb_pk = ? AND pk = ?",
+        self.db.execute_many("DELETE FROM article_vectors WHERE kb_pk = ? AND pk = ?",
                           [(kb_pk, pk) for pk in pks])
-        self._vectors_moved(kb_pk)
+        self._moved(kb_pk)
 
-    def vectors_clear(self, kb_pk):
+    def clear(self, kb_pk):
         """Forget every vector of a knowledge base (to embed it anew)."""
-        self.execute("DELETE FROM article_vectors WHERE kb_pk = ?", (kb_pk,))
-        self._vectors_moved(kb_pk)
+        self.db.execute("DELETE FROM article_vectors WHERE kb_pk = ?", (kb_pk,))
+        self._moved(kb_pk)
 
-    def vectors_of(self, kb_pk, model):
+    def of(self, kb_pk, model):
         """``(pks, vector bytes)`` of a knowledge base's vectors made by ``model``, by pk."""
-        rows = self.execute("SELECT pk, vector FROM article_vectors WHERE kb_pk = ? AND "
+        rows = self.db.execute("SELECT pk, vector FROM article_vectors WHERE kb_pk = ? AND "
                             "model = ? ORDER BY pk", (kb_pk, model)).fetchall()
         return [row[0] if not isinstance(row, dict) else row["pk"] for row in rows], \
             [row[1] if not isinstance(row, dict) else row["vector"] for row in rows]
 
-    def _vectors_moved(self, kb_pk):
-        self.execute("UPDATE knowledge_bases SET vectors_written = vectors_written + 1 "
+    def _moved(self, kb_pk):
+        self.db.execute("UPDATE knowledge_bases SET vectors_written = vectors_written + 1 "
                      "WHERE pk = ?", (kb_pk,))
 
-    def vectors_pks(self, kb_pk):
+    def pks(self, kb_pk):
         """The pks of the articles a knowledge base has vectors of, sorted (the audit)."""
-        return [row["pk"] for row in self.rows(
+        return [row["pk"] for row in self.db.rows(
             "SELECT pk FROM article_vectors WHERE kb_pk = ? ORDER BY pk", (kb_pk,))]
