@@ -15,11 +15,24 @@ __version__ = "0.3.0"
 import importlib  # noqa: E402
 
 from .errors import (  # noqa: E402  (after the version, which the build reads alone)
-    IdempotencyKeyReused, InternalError, InvalidArgument, NotAStore, NotFound, StoreBusy,
-    StoreDamaged, StoreFailed, ToolError, VersionConflict, VersionNotFound, VersionPruned,
+    IdempotencyKeyReused,
+    InternalError,
+    InvalidArgument,
+    NotAStore,
+    NotFound,
+    StoreBusy,
+    StoreDamaged,
+    StoreFailed,
+    ToolError,
+    VersionConflict,
+    VersionNotFound,
+    VersionPruned,
 )
 from .limits import (  # noqa: E402
-    EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, SCHEMA_VERSION,
+    EVENT_PUBLISHED,
+    EVENT_UNPUBLISHED,
+    EVENT_UPDATED,
+    SCHEMA_VERSION,
 )
 
 # The public names whose modules are imported at their first use (PEP 562), not by

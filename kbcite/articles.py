@@ -17,18 +17,32 @@ from typing import NamedTuple, Optional
 
 from . import access, changes, events, history
 from .errors import (
-    IdempotencyKeyReused, InvalidArgument, VersionConflict, VersionNotFound, VersionPruned,
+    IdempotencyKeyReused,
+    InvalidArgument,
+    VersionConflict,
+    VersionNotFound,
+    VersionPruned,
 )
 from .limits import (
-    EVENT_DELETED, EVENT_PUBLISHED, EVENT_UNPUBLISHED, EVENT_UPDATED, IDEMPOTENCY_TTL_US,
-    KEY_MAX, MAX_ARTICLES_PER_KB, TITLE_MAX,
+    EVENT_DELETED,
+    EVENT_PUBLISHED,
+    EVENT_UNPUBLISHED,
+    EVENT_UPDATED,
+    IDEMPOTENCY_TTL_US,
+    KEY_MAX,
+    MAX_ARTICLES_PER_KB,
+    TITLE_MAX,
 )
 from .search import index
 from .search.ranking import SearchDoc
-from .validation import (
-    check_content, check_kb_id, check_new_article, check_people_string, check_title,
-)
 from .tools import citation
+from .validation import (
+    check_content,
+    check_kb_id,
+    check_new_article,
+    check_people_string,
+    check_title,
+)
 from .versions import format_version, next_version, parse_version
 
 
@@ -149,7 +163,7 @@ def insert(ctx, kb, items, published, *, action="create", actor=None, issuer=Non
             "%d" % (kb["kb_id"], MAX_ARTICLES_PER_KB, first - 1), argument="kb_id")
     text_pks = db.articles.texts_insert(kb["pk"], [content for _, content, _ in items])
     rows = []
-    for number, (title, content, source), text_pk in zip(range(first, first + len(items)),
+    for number, (title, _content, source), text_pk in zip(range(first, first + len(items)),
                                                           items, text_pks):
         version_us = next_version(None, ctx.now_us())
         rows.append(("art-%06d" % number, title, text_pk, published, version_us,

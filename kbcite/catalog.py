@@ -91,7 +91,8 @@ def article_ids(ctx, granted, kb_id, text):
         words = tokens(text)
         if words and len(values) <= COMPLETIONS_MAX:
             # The word being typed is a prefix: "reset pass" finds "Resetting your password".
-            for article_id in db.articles.title_prefix_ids(kb["pk"], words[-1], COMPLETIONS_MAX + 1):
+            for article_id in db.articles.title_prefix_ids(kb["pk"], words[-1],
+                                                           COMPLETIONS_MAX + 1):
                 if article_id not in values:
                     values.append(article_id)
     has_more = len(values) > COMPLETIONS_MAX

@@ -120,7 +120,7 @@ def preview(ctx, args, granted):
         with ctx.db.read():
             kb, row, _, stored = checks(ctx, args, granted, lock=False)
     except VersionConflict as error:
-        raise articles.settle(error)
+        raise articles.settle(error) from None
     if stored is not None:
         return {"replay": True, "result": stored}
     return {

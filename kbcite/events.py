@@ -1,8 +1,9 @@
 """The event log: one gapless, monotonic sequence per knowledge base, and the poll that reads it.
 
 Every change agents can see (an article published, updated or unpublished; a proposal made,
-approved, rejected or expired) appends one event in the same transaction as the change, under the knowledge base's write lock, so the log
-commits in sequence order and a poller resuming from a cursor never misses one. A page that
+approved, rejected or expired) appends one event in the same transaction as the change, under
+the knowledge base's write lock, so the log commits in sequence order and a poller resuming
+from a cursor never misses one. A page that
 is not exactly the next sequences is damage, said so, never ``has_more`` forever.
 """
 

@@ -29,9 +29,9 @@ import secrets
 import stat
 
 from . import access, history
+from .changes import normalized
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
 from .folder_scan import EXTENSIONS
-from .changes import normalized
 from .markdown import format_document, format_like, parse_document
 from .validation import check_source
 

@@ -9,9 +9,10 @@ mode wins, and a subject's own row wins over a group's.
 
 from . import access
 from .errors import InvalidArgument, NotFound
-from .writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES, broader
 from .validation import check_people_string, shown
 from .versions import format_version
+from .writes import DEFAULT as DEFAULT_WRITES
+from .writes import WRITE_MODES, broader
 
 KINDS = ("subject", "group")
 # A subject or group name as issuers spell them (an email, a UUID, a group path).

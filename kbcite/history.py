@@ -16,8 +16,15 @@ from datetime import timedelta
 from . import access
 from . import events as events_module
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
-from .limits import (ACTOR_MAX, EVENT_DELETED, EVENTS_LIMIT_MAX, ISSUER_MAX, KEEP_DAYS_MAX,
-                     PROPOSAL_EVENTS, SUMMARY_MAX)
+from .limits import (
+    ACTOR_MAX,
+    EVENT_DELETED,
+    EVENTS_LIMIT_MAX,
+    ISSUER_MAX,
+    KEEP_DAYS_MAX,
+    PROPOSAL_EVENTS,
+    SUMMARY_MAX,
+)
 from .validation import check_people_string, int_text, json_type
 from .versions import format_version, parse_version
 

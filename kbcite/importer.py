@@ -16,10 +16,10 @@ import collections
 
 from . import access, articles
 from .changes import normalized
-from .linediff import similarity
 from .errors import InvalidArgument
 from .folder_scan import bad_files_error, read_folder
 from .limits import SYNC_ACTIONS
+from .linediff import similarity
 from .validation import check_new_article, check_source
 
 # Who the history says made an import's versions.

@@ -7,8 +7,8 @@ line is shown up to ``CHANGED_CHARS`` characters in all; past that the text says
 changed lines and characters it did not show. The work is bounded too: the common head and
 tail are stripped by slice comparisons, and the middle's lines are matched by the bounded diff
 of ``kbcite.changes`` within ``MATCH_STEPS``; past them the middle is shown as one replaced
-block (never unbounded work). Every character an agent chose is neutralised (``printable``) before a person
-reads it.
+block (never unbounded work). Every character an agent chose is neutralised (``printable``)
+before a person reads it.
 """
 
 import unicodedata
@@ -278,7 +278,7 @@ def merge(base, mine, theirs):
     ours = [change for change in ours if (change[0], change[1], tuple(change[2])) not in alike]
     every = sorted([(start, end, lines, 0) for start, end, lines in ours] +
                    [(start, end, lines, 1) for start, end, lines in others])
-    for (s1, e1, _, who1), (s2, e2, _, who2) in zip(every, every[1:]):
+    for (_, e1, _, who1), (s2, _, _, who2) in zip(every, every[1:]):
         # Sorted by start: a change that reaches (or touches) the next one's start is a
         # conflict, unless both are the same side's (they never overlap each other).
         if who1 != who2 and s2 <= e1:

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 from .errors import InvalidArgument
-from .threeway import conflict_left
 from .limits import CONTENT_MAX_BYTES, FILE_MAX_BYTES, TITLE_MAX
+from .threeway import conflict_left
 from .validation import is_blank
 
 # The front matter keys an export writes and an import reads back, besides the title.

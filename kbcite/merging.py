@@ -13,8 +13,8 @@ import os
 
 from . import access, articles, history
 from .errors import InvalidArgument, VersionNotFound, VersionPruned
-from .validation import check_content, check_people_string, check_title
 from .limits import TITLE_MAX
+from .validation import check_content, check_people_string, check_title
 from .versions import parse_version
 
 

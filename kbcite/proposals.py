@@ -15,7 +15,11 @@ from datetime import timedelta
 from . import access, articles, edits, events, history
 from .edits import fingerprint
 from .errors import (
-    IdempotencyKeyReused, InvalidArgument, NotFound, VersionConflict, VersionNotFound,
+    IdempotencyKeyReused,
+    InvalidArgument,
+    NotFound,
+    VersionConflict,
+    VersionNotFound,
     VersionPruned,
 )
 from .limits import ID_MAX, SUMMARY_MAX

@@ -29,8 +29,21 @@ import logging
 from datetime import datetime, timezone
 
 from . import (
-    access, articles, audit, backup, catalog, citations, edits, events, folders, grants,
-    history, proposals, reads, sessions, tokens,
+    access,
+    articles,
+    audit,
+    backup,
+    catalog,
+    citations,
+    edits,
+    events,
+    folders,
+    grants,
+    history,
+    proposals,
+    reads,
+    sessions,
+    tokens,
 )
 from .context import Context
 from .engines import open_engine
@@ -41,7 +54,12 @@ from .search.semantic import Semantic
 from .tools import TOOLS
 from .upgrade import upgrade as upgrade_store
 from .validation import (
-    check_new_article, check_source, clip, granted_set, shown, validate_arguments,
+    check_new_article,
+    check_source,
+    clip,
+    granted_set,
+    shown,
+    validate_arguments,
 )
 
 log = logging.getLogger("kbcite.store")

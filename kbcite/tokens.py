@@ -14,9 +14,10 @@ import secrets
 
 from . import access, sessions
 from .errors import InvalidArgument, NotFound
-from .writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
 from .validation import check_people_string, shown
 from .versions import format_version
+from .writes import DEFAULT as DEFAULT_WRITES
+from .writes import WRITE_MODES
 
 # Tokens are 32 random bytes (RFC 6750 bearer tokens need no more), prefixed so that one
 # found in a log or a repository is recognisable, and stored only as a SHA-256.

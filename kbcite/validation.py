@@ -9,7 +9,12 @@ import unicodedata
 
 from .errors import InvalidArgument
 from .limits import (
-    CONTENT_MAX_BYTES, KB_ID_MAX, SHOWN_MAX, SOURCE_COMPONENT_MAX, SOURCE_MAX, TITLE_MAX,
+    CONTENT_MAX_BYTES,
+    KB_ID_MAX,
+    SHOWN_MAX,
+    SOURCE_COMPONENT_MAX,
+    SOURCE_MAX,
+    TITLE_MAX,
 )
 
 # A new knowledge base's ID: ASCII letters, digits, '-', '_', '.', not starting with '-' (it

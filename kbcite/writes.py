@@ -8,7 +8,7 @@ broader).
 """
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ DENY = Mode("deny", edits=False, asks=False, proposes=False, writes_pages=False,
 
 # By name, in the order the command line lists them; ``ask`` is every default: nothing is
 # written without a person's say unless someone chose otherwise.
-MODES: Dict[str, Mode] = {m.name: m for m in (ASK, ALLOW, DENY, REVIEW)}
-WRITE_MODES: Tuple[str, ...] = tuple(MODES)
+MODES: dict[str, Mode] = {m.name: m for m in (ASK, ALLOW, DENY, REVIEW)}
+WRITE_MODES: tuple[str, ...] = tuple(MODES)
 DEFAULT = ASK.name
 
 

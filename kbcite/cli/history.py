@@ -3,8 +3,8 @@
 import difflib
 import os
 
-from ..errors import VersionConflict
 from ..changes import normalized
+from ..errors import VersionConflict
 from ..markdown import parse_document, read_utf8_file
 from ..versions import parse_version
 from .messages import CommandError

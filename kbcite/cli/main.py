@@ -19,8 +19,17 @@ import sys
 
 from ..errors import ToolError
 from .messages import (
-    EXIT_BROKEN_PIPE, EXIT_CONFLICT, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG,
-    Conflict, Interrupted, UsageError, person_message,
+    EXIT_BROKEN_PIPE,
+    EXIT_CONFLICT,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    Conflict,
+    Interrupted,
+    UsageError,
+    person_message,
 )
 from .output import print_json
 from .parser import build_parser, parse

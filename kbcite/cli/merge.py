@@ -17,13 +17,14 @@ import hashlib
 import json
 import os
 
+from ..changes import normalized
 from ..errors import VersionConflict
 from ..exporter import write_atomically
-from ..changes import normalized
 from ..markdown import format_like, parse_document, read_utf8_file, title_from_name
 from ..threeway import conflict_left, marker_block, merge, pending_path
 from .messages import CommandError, Conflict
 from .output import print_json, stale
+
 
 def read_pending(path, kb_id, article_id):
     """The conflict record beside ``path`` for this article, or None (none, or another's)."""

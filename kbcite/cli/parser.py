@@ -6,10 +6,12 @@ import os
 
 from .. import __version__
 from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
-from ..writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
-from .messages import PROG
+from ..writes import DEFAULT as DEFAULT_WRITES
+from ..writes import WRITE_MODES
 from . import serve
+from .messages import PROG
 from .output import FORMATS
+
 
 def login_name():
     """The person's login name ($USER and its kin, else the account's), or None."""
@@ -255,7 +257,8 @@ def build_parser():
     p = command("dump", "write a knowledge base, IDs, versions, history and events, to one "
                         "JSON file that kb restore reads back in any store")
     kb_arg(p)
-    p.add_argument("file", metavar="FILE", type=named, help="the dump to write (-: standard output)")
+    p.add_argument("file", metavar="FILE", type=named,
+                   help="the dump to write (-: standard output)")
     p.add_argument("--yes", action="store_true", help="overwrite FILE if it is there")
 
     p = command("restore", "make a knowledge base from a kb dump file, with its article IDs, "

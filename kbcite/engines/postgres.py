@@ -43,12 +43,12 @@ from ..errors import CallCancelled, NotAStore, StoreFailed
 from ..limits import APPLICATION_ID, BUSY_TIMEOUT_S, SCHEMA_VERSION
 from .contract import Engine, spelled_for
 from .errors import busy_error, check_version, damaged_error, failed_error, standby_error
-from .sql import TABLES as TABLE_CLASSES, TableHandles
-from .sql.history import HistorySQL
-from .sql.history import VERSION_COLUMNS
-from .sql.knowledge_bases import KB_COLUMNS
 from .postgres_fts import TsvectorIndex
 from .postgres_schema import MIGRATIONS, SCHEMA_SQL, TABLES
+from .sql import TABLES as TABLE_CLASSES
+from .sql import TableHandles
+from .sql.history import VERSION_COLUMNS, HistorySQL
+from .sql.knowledge_bases import KB_COLUMNS
 
 try:
     import psycopg

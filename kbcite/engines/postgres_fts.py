@@ -5,6 +5,7 @@ knowledge base's key."""
 from ..search.query import query_tree, render_query
 from .sql.search import SEARCH_DOC_COLUMNS
 
+
 def _lexeme(kb_pk, term, suffix=""):
     """A quoted tsvector/tsquery lexeme: the knowledge base's key, the term, a suffix."""
     return "'%d:%s'%s" % (int(kb_pk), term.replace("'", "''").replace("\\", "\\\\"), suffix)

@@ -1,10 +1,10 @@
 """The PostgreSQL store's schema: its tables as SQL, in the order a new store creates them, and
 the migrations from each older schema."""
 
-from .sql.proposals import PROPOSALS_SQL, PROPOSALS_SQL_6
-from .sql.sessions import SESSIONS_SQL, SESSIONS_SQL_4
 from .sql.articles import ARTICLES_CHANGED_SQL
 from .sql.grants import GRANTS_SQL
+from .sql.proposals import PROPOSALS_SQL, PROPOSALS_SQL_6
+from .sql.sessions import SESSIONS_SQL, SESSIONS_SQL_4
 from .sql.tokens import TOKENS_REVIEW_SQL, TOKENS_SQL
 from .sql.vectors import VECTORS_COUNTER_SQL, VECTORS_SQL
 

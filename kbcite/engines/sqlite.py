@@ -240,7 +240,7 @@ class SQLiteEngine(FTS5Index, TableHandles, Engine):
             for pk in kbs:  # the index of titles, from the title tokens search_docs holds
                 self._create_title_index(pk)
                 self._conn.execute(
-                    "INSERT INTO fts_title_{0} (rowid, title) SELECT pk, title_terms FROM "
+                    "INSERT INTO fts_title_{} (rowid, title) SELECT pk, title_terms FROM "
                     "search_docs WHERE kb_pk = ? ORDER BY pk".format(int(pk)), (pk,))
                 self._conn.execute("INSERT INTO fts_title_{0} (fts_title_{0}) VALUES "
                                    "('optimize')".format(int(pk)))

@@ -191,7 +191,8 @@ def _load():
         # for a handful of words, and the server has its own threads.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         return Embedder.from_files(root), None
-    except Exception as exc:  # a missing file, a damaged one, a library that will not load
+    except (OSError, ValueError, KeyError, ImportError, RuntimeError, EOFError) as exc:
+        # a missing file, a damaged one, a library that will not load
         return None, "the semantic model did not load (%s: %s); reinstall with %s" % (
             type(exc).__name__, str(exc)[:200], EXTRA)
 

@@ -10,8 +10,8 @@ from .. import access
 from ..errors import StoreDamaged
 from ..limits import SEARCH_LIMIT_DEFAULT
 from ..tools import citation
-from .snippets import SNIPPET_SCAN_CHARS, SnippetTerms
 from .semantic import FUSION_DEPTH, fuse
+from .snippets import SNIPPET_SCAN_CHARS, SnippetTerms
 from .tiers import ranked
 
 

@@ -97,7 +97,8 @@ def read_back(db, kb, stored):
     """The SearchDoc of a stored ``search_docs`` row, its terms read back by their IDs."""
     try:
         pairs = decode_body(bytes(stored["body"]))
-        return SearchDoc.stored(stored, db.search.term_names(kb["pk"], (i for i, _ in pairs)), pairs)
+        names = db.search.term_names(kb["pk"], (i for i, _ in pairs))
+        return SearchDoc.stored(stored, names, pairs)
     except (KeyError, ValueError):
         raise db.audit.damaged(kb, "search index") from None
 

@@ -9,8 +9,14 @@ docs/search.md says which queries run, in what order.
 
 from collections import Counter
 
-from .ranking import (CANDIDATES_PER_QUERY, SCORED_TERMS_MAX, content_words, idf, score,
-                      score_needles)
+from .ranking import (
+    CANDIDATES_PER_QUERY,
+    SCORED_TERMS_MAX,
+    content_words,
+    idf,
+    score,
+    score_needles,
+)
 from .text import terms_of, tokens
 
 # Queries of at most this many words are ranked in tiers (every word, all but one, any): a

@@ -27,9 +27,9 @@ from ..errors import ToolError
 from ..limits import APPROVAL_TTL_S
 from ..linediff import CHANGED_CHARS, printable, unified
 from ..validation import shown
+from .calls import ASK_TIMEOUT_S
 from .jsonrpc import INVALID_PARAMS, RpcError, to_json, tool_error, tool_result
 from .links import proposal_page
-from .calls import ASK_TIMEOUT_S
 
 # Elicitation arrived in 2025-06-18: an older session has no way to ask the person anything.
 ELICITATION_SINCE = "2025-06-18"

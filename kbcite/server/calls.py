@@ -42,9 +42,9 @@ class Principal:
 
     def writes_for(self, kb_id):
         """The write mode of this caller's edits of knowledge base ``kb_id``."""
-        for kb, mode in self.kb_writes:
+        for kb, name in self.kb_writes:
             if kb == kb_id:
-                return mode
+                return name
         return self.writes
 
     @property

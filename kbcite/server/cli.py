@@ -22,16 +22,22 @@ from .. import __version__
 from ..errors import ToolError
 from ..limits import ACTOR_MAX, SCHEMA_VERSION
 from ..store import KBStore
-from ..writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
+from ..writes import DEFAULT as DEFAULT_WRITES
+from ..writes import WRITE_MODES
+from .calls import Principal
 from .dispatch import Dispatch
 from .inbound import SERVER_NAME
 from .links import check_public_url
 from .logs import check_log_file, log_config
 from .options import (  # noqa: F401 (HTTP_DEFAULTS: kb-server's own)
-    HTTP_DEFAULTS, MINIMUM, ORIGIN_FORM, POSITIVE, add_http_options, is_origin,
+    HTTP_DEFAULTS,
+    MINIMUM,
+    ORIGIN_FORM,
+    POSITIVE,
+    add_http_options,
+    is_origin,
 )
 from .pool import StorePool
-from .calls import Principal
 from .stdio import StdioTransport
 
 MISSING_HTTP = ("kb-server: error: argument --http: serving HTTP needs uvicorn, which is not "
@@ -208,8 +214,8 @@ def oauth_settings(args):
     if not args.oauth_issuer:
         return {}
     try:
-        from .oauth.issuer import Issuer, IssuerError
         from .oauth import bearer  # noqa: F401 (joserfc, checked before serving)
+        from .oauth.issuer import Issuer, IssuerError
     except ImportError as exc:
         fail("argument --oauth-issuer: needs the [oauth] extra (%s is missing): pip install "
              "'kbcite[oauth]'" % (exc.name or "joserfc"))
@@ -229,8 +235,8 @@ def oauth_settings(args):
 def serve_http(args, secret, oauth):
     """Serve Streamable HTTP until SIGINT or SIGTERM; returns the exit code."""
     try:
-        from .http.request_checks import is_loopback
         from .http.h11_guard import Guard
+        from .http.request_checks import is_loopback
         from .http.serve import serve, server_log_config
         from .http.settings import Settings
     except ImportError as exc:

@@ -3,19 +3,18 @@ only caller of the protocol.
 
 A transport hands in a message with its ``MessageRoute`` (``inbound``), the caller (a
 ``Principal``), the handshake session or none, and its own ways to reach the client: how to ask
-it something, how to notify it, where its subscriptions are held. What comes back is an ``Outcome``: the
-response to send, a listen stream to open, or nothing (cancelled). The transport decides only
-how bytes travel.
+it something, how to notify it, where its subscriptions are held. What comes back is an
+``Outcome``: the response to send, a listen stream to open, or nothing (cancelled). The
+transport decides only how bytes travel.
 """
 
 import logging
 
 from ..errors import WouldWait
 from .approval import ApprovalSigner
-from .jsonrpc import (INTERNAL_ERROR, RpcError, error_response, is_request_id,
-                      result_response)
-from .protocol import Context, Listen, Protocol
 from .calls import Call, Cancelled
+from .jsonrpc import INTERNAL_ERROR, RpcError, error_response, is_request_id, result_response
+from .protocol import Context, Listen, Protocol
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,17 @@ import base64
 
 from .. import __version__
 from ..tools import TOOLS
-from .jsonrpc import (HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-                      MISSING_CAPABILITY, PARSE_ERROR, UNSUPPORTED_VERSION, RpcError, classify)
+from .jsonrpc import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_VERSION,
+    RpcError,
+    classify,
+)
 
 SERVER_NAME = "kb-server"
 SERVER_VERSION = __version__

@@ -7,7 +7,8 @@ import os
 import urllib.parse
 
 from ..limits import APPROVAL_TTL_S
-from ..writes import DEFAULT as DEFAULT_WRITES, WRITE_MODES
+from ..writes import DEFAULT as DEFAULT_WRITES
+from ..writes import WRITE_MODES
 from .logs import LOG_FORMATS
 from .oauth.scopes import SUBJECT_CLAIMS
 from .pool import QUEUED_EDITS, READERS
@@ -27,8 +28,8 @@ MINIMUM = {"queued_edits": 0, "max_body": 1, "max_connections": 1, "workers": 1,
 POSITIVE = ("request_timeout", "idle_timeout", "session_timeout", "web_session_timeout",
             "keepalive")
 
-# --http-parser's choices, as kbcite.server.http.connection_guard.PARSERS has them (the HTTP package is
-# imported only to serve it; tests/test_http.py checks that the two agree).
+# --http-parser's choices, as kbcite.server.http.connection_guard.PARSERS has them (the HTTP
+# package is imported only to serve it; tests/test_http.py checks that the two agree).
 PARSERS = ("auto", "httptools", "h11")
 
 # What --allow-origin (and kb serve's allow-origins) must look like.

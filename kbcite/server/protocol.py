@@ -10,20 +10,37 @@ out.
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from ..errors import PermissionDenied, ToolError, WouldWait
 from ..tools import TOOLS, tools_listed
 from ..writes import mode
 from . import resources
-from .subscriptions import SUBSCRIPTIONS_MAX, TooMany
 from .approval import Approvals, client_supports_form_elicitation
-from .inbound import (LATEST_LEGACY, LEGACY_VERSIONS, META_CAPABILITIES, META_SERVER,
-                      META_SUBSCRIPTION, META_VERSION, MODERN_VERSIONS, SERVER_NAME,
-                      SERVER_VERSION, SUPPORTED_VERSIONS)
-from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND,
-                      UNSUPPORTED_VERSION, RpcError, tool_error, tool_result)
 from .calls import Call, Cancelled, Principal, Session
+from .inbound import (
+    LATEST_LEGACY,
+    LEGACY_VERSIONS,
+    META_CAPABILITIES,
+    META_SERVER,
+    META_SUBSCRIPTION,
+    META_VERSION,
+    MODERN_VERSIONS,
+    SERVER_NAME,
+    SERVER_VERSION,
+    SUPPORTED_VERSIONS,
+)
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_VERSION,
+    RpcError,
+    tool_error,
+    tool_result,
+)
+from .subscriptions import SUBSCRIPTIONS_MAX, TooMany
 from .throttle import Throttle
 
 EDIT_TOOL = "edit_knowledge_article"
@@ -110,7 +127,7 @@ class Context:
     # Puts a question to the client in a handshake session; returns its JSON-RPC reply.
     ask: Any = None
     modern: bool = False
-    meta: Dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
     # The caller's subscriptions (``add``, ``remove``), where its transport holds them.
     subscriptions: Any = None
     # Sends a notification to the client now, where the transport can (stdio).
@@ -355,7 +372,7 @@ class Protocol:
             self._subscriptions(ctx).add(uri)
         except TooMany as exc:
             raise RpcError(INTERNAL_ERROR, "Subscription limit reached: %s" % exc,
-                           {"reason": "subscription_limit"})
+                           {"reason": "subscription_limit"}) from None
         return {}
 
     def _unsubscribe(self, params, ctx):

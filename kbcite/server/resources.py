@@ -229,7 +229,7 @@ def list_resources(store, params, principal, modern):
         entries, last = store.list_published(granted=principal.grants, after=after,
                                              limit=PAGE_SIZE)
     except ToolError as exc:
-        raise store_failed(exc)
+        raise store_failed(exc) from None
     result = {"resources": [list_entry(e) for e in entries]}
     if last is not None:
         result["nextCursor"] = encode_cursor(last)
@@ -274,8 +274,8 @@ def read_resource(store, params, principal, modern):
                                actor=principal.name)
     except ToolError as exc:
         if exc.code in NOT_FOUND_CODES:
-            raise not_found(uri, modern)
-        raise store_failed(exc)
+            raise not_found(uri, modern) from None
+        raise store_failed(exc) from None
     result = {"contents": [contents_item(uri, read)]}
     if modern:
         result.update(ttlMs=TTL_CURRENT_MS if version is None else TTL_VERSION_MS,
@@ -326,9 +326,9 @@ def complete(store, params, principal):
                     values = _current_version(store, principal, kb_id,
                                               given.get("article_id"), value)
     except InvalidArgument as exc:
-        raise RpcError(INVALID_PARAMS, "Invalid params: %s" % exc.message)
+        raise RpcError(INVALID_PARAMS, "Invalid params: %s" % exc.message) from None
     except ToolError as exc:
-        raise store_failed(exc)
+        raise store_failed(exc) from None
     completion = {"values": values, "hasMore": has_more}
     completion["total"] = total if total is not None else len(values) + (1 if has_more else 0)
     return {"completion": completion}

@@ -9,12 +9,19 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from .calls import Cancelled, Session
 from .dispatch import LocalSessions
 from .inbound import route
-from .jsonrpc import (INTERNAL_ERROR, PARSE_ERROR, RpcError, encode, error_response, id_if_any,
-                      id_key)
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    RpcError,
+    encode,
+    error_response,
+    id_if_any,
+    id_key,
+)
 from .pool import READERS
-from .calls import Cancelled, Session
 from .subscriptions import SUBSCRIPTIONS_MAX, Hub, Subscriber, TooMany
 
 log = logging.getLogger(__name__)

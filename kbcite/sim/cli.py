@@ -13,9 +13,20 @@ from .. import __version__
 from ..engines import POSTGRES_SCHEMES
 from ..errors import ToolError
 from ..validation import clip
-from .model import (ACTIONS, AUDIENCES, MAX_ARTICLES, MAX_HOURS, MAX_QUESTIONS, MAX_SAVES,
-                    POPULARITY, QUESTIONS_FROM, SUBJECTS, SURFACES, Config)
 from .figures import figures
+from .model import (
+    ACTIONS,
+    AUDIENCES,
+    MAX_ARTICLES,
+    MAX_HOURS,
+    MAX_QUESTIONS,
+    MAX_SAVES,
+    POPULARITY,
+    QUESTIONS_FROM,
+    SUBJECTS,
+    SURFACES,
+    Config,
+)
 from .report import render
 from .runner import run
 

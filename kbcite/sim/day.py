@@ -9,8 +9,13 @@ from ..store import KBStore
 from .agent import PASSAGE_STRATEGIES, Agent
 from .checks import HourlyChecks
 from .edit_trial import EditTrial
-from .expectations import (expected_by_hour, expected_checks, expected_edits, expected_passages,
-                           save_chances)
+from .expectations import (
+    expected_by_hour,
+    expected_checks,
+    expected_edits,
+    expected_passages,
+    save_chances,
+)
 from .model import CHECK_STEP, EDIT_STEP, HOUR_US, KB_ID, QUESTION_STEP, SimClock
 from .oracle import Oracle
 from .plan import people_saves, rewrite

@@ -2,8 +2,14 @@
 cited when; they never see a measured count.
 """
 
-from .model import (CHECK_STEP, CITATIONS_PER_ANSWER, HOUR_US, SAVE_MIX, TITLE_VISIBLE_SHARE,
-                    UNPUBLISH_SHARE)
+from .model import (
+    CHECK_STEP,
+    CITATIONS_PER_ANSWER,
+    HOUR_US,
+    SAVE_MIX,
+    TITLE_VISIBLE_SHARE,
+    UNPUBLISH_SHARE,
+)
 from .oracle import any_between
 
 # Each of a day's S people's saves falls at a uniform time and picks an article with its save

@@ -188,7 +188,7 @@ def staleness_figure(report):
         measured = report["staleness"][mode]
         given = {r["hour"]: (r["citations"], r["answers"]) for r in measured}
 
-        def share(rows, key, of):
+        def share(rows, key, of, given=given):
             return [(r["hour"], 100.0 * r[key] / given[r["hour"]][of]) for r in rows
                     if given.get(r["hour"], (0, 0))[of]]
         expected = report["expected_by_hour"][mode]

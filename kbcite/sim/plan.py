@@ -5,8 +5,22 @@ titles they leave, replayed from the plan without a store.
 
 import random
 
-from .model import (ACTIONS, AUDIENCES, CLOSERS, HOUR_US, MIDDLES, OPENERS, SAVE_MIX, SAVE_STEP,
-                    SUBJECTS, SURFACES, Change, Plan, Question, Save)
+from .model import (
+    ACTIONS,
+    AUDIENCES,
+    CLOSERS,
+    HOUR_US,
+    MIDDLES,
+    OPENERS,
+    SAVE_MIX,
+    SAVE_STEP,
+    SUBJECTS,
+    SURFACES,
+    Change,
+    Plan,
+    Question,
+    Save,
+)
 
 
 def pick(seq, u):

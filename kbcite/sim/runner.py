@@ -109,7 +109,8 @@ def summarize_passages(per_seed, config):
     out = {}
     hours = range(1, config.hours + 1)
     for mode in CHECKED:
-        out[mode] = {key: _sum_rows(per_seed, lambda r: r[mode][key], "hour", hours)
+        out[mode] = {key: _sum_rows(per_seed, lambda r, mode=mode, key=key: r[mode][key],
+                                    "hour", hours)
                      for key in ("hourly", "expected_given_saves", "expected",
                                  "expected_by_hour")}
         out[mode]["cost"], out[mode]["unmarked"] = {}, 0
@@ -128,16 +129,16 @@ def summarize(per_seed, config, passages=None):
         _add(workload, r["workload"])
     staleness, expected = {}, {"model": model_expectations(config)}
     for mode in ("zipf", "uniform"):
-        staleness[mode] = _sum_rows(per_seed, lambda r: r[mode]["hourly"], "hour",
+        staleness[mode] = _sum_rows(per_seed, lambda r, mode=mode: r[mode]["hourly"], "hour",
                                     range(1, config.hours + 1))
         staleness[mode + "_by_position"] = _sum_rows(
-            per_seed, lambda r: r[mode]["by_position"], "position",
+            per_seed, lambda r, mode=mode: r[mode]["by_position"], "position",
             range(1, CITATIONS_PER_ANSWER + 1))
         expected[mode] = {}
         for r in per_seed:
             _add(expected[mode], r[mode]["expected"])
         expected[mode]["by_position"] = _sum_rows(
-            per_seed, lambda r: r[mode]["expected"]["by_position"], "position",
+            per_seed, lambda r, mode=mode: r[mode]["expected"]["by_position"], "position",
             range(1, CITATIONS_PER_ANSWER + 1))
     detection, cost = {}, {}
     for mode in ("zipf", "uniform"):

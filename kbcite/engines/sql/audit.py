@@ -1,8 +1,7 @@
 """What the audit reads of every table, to check each invariant against the data."""
 
-from ._table import Table
-
 from ..errors import kb_damaged_error
+from ._table import Table
 from .history import VERSION_COLUMNS
 from .knowledge_bases import KB_COLUMNS
 from .search import SEARCH_DOC_COLUMNS

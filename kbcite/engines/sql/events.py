@@ -32,8 +32,8 @@ class EventSQL(Table):
 
     def key_get(self, kb_pk, key, since_us):
         """The stored ``{fingerprint, result}`` of a key used since ``since_us``, or None."""
-        return self.db.row("SELECT fingerprint, result FROM idempotency WHERE kb_pk = ? AND key = ? "
-                        "AND created_us >= ?", (kb_pk, key, since_us))
+        return self.db.row("SELECT fingerprint, result FROM idempotency WHERE kb_pk = ? AND "
+                           "key = ? AND created_us >= ?", (kb_pk, key, since_us))
 
     def key_put(self, kb_pk, key, fingerprint, result, now_us, expire_before_us):
         """Record a successful edit under its key, and forget keys older than their TTL."""

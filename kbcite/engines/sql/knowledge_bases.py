@@ -42,8 +42,8 @@ class KnowledgeBaseSQL(Table):
         # Two statements, not UPDATE ... RETURNING, which SQLite before 3.35 lacks.
         self.db.execute("UPDATE knowledge_bases SET {0} = {0} + ? WHERE pk = ?".format(counter),
                      (count, kb_pk))
-        return self.db.value("SELECT {0} FROM knowledge_bases WHERE pk = ?".format(counter),
-                          (kb_pk,)) - count + 1
+        return self.db.value("SELECT {} FROM knowledge_bases WHERE pk = ?".format(counter),
+                             (kb_pk,)) - count + 1
 
     def add_published(self, kb_pk, count, title_tokens, body_tokens):
         """Move a knowledge base's published count and token totals (BM25's averages)."""

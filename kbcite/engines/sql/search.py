@@ -17,8 +17,8 @@ class SearchSQL(Table):
 
     def doc(self, pk):
         """An indexed article's stored tokens, or None if it is not indexed."""
-        return self.db.row("SELECT %s FROM search_docs WHERE pk = ?" % ", ".join(SEARCH_DOC_COLUMNS),
-                        (pk,))
+        return self.db.row("SELECT %s FROM search_docs WHERE pk = ?"
+                           % ", ".join(SEARCH_DOC_COLUMNS), (pk,))
 
     def docs(self, pks):
         """The stored tokens of the given articles (those indexed), as mappings."""
@@ -50,7 +50,8 @@ class SearchSQL(Table):
         rewritten only when the title's tokens changed."""
         self.db.execute(
             "UPDATE search_docs SET title_terms = ?, title_len = ?, body = ?, "
-            "body_len = ?%s WHERE pk = ?" % "".join(", %s = %s" % e for e in self.db.search_doc_extra),
+            "body_len = ?%s WHERE pk = ?"
+            % "".join(", %s = %s" % e for e in self.db.search_doc_extra),
             (new.title_text, new.title_len, body, new.body_len)
             + self.db._search_doc_extra(kb_pk, new) + (pk,))
         if old.title_tokens != new.title_tokens:
@@ -132,8 +133,8 @@ class SearchSQL(Table):
                    for term, (d_title, d_body) in sorted(deltas.items()) if d_title or d_body]
         if not changes:
             return
-        self.db.execute_many("UPDATE search_terms SET df_title = df_title + ?, df_body = df_body + ? "
-                          "WHERE kb_pk = ? AND term = ?", changes)
+        self.db.execute_many("UPDATE search_terms SET df_title = df_title + ?, "
+                             "df_body = df_body + ? WHERE kb_pk = ? AND term = ?", changes)
         gone = [(kb_pk, term) for d_title, d_body, _, term in changes if d_title < 0 or d_body < 0]
         if gone:
             self.db.execute_many("DELETE FROM search_terms WHERE kb_pk = ? AND term = ? AND "

@@ -43,7 +43,8 @@ class TokenSQL(Table):
 
     def any_by_hash(self, token_hash):
         """The token with this hash, revoked or not (to say why it was refused), or None."""
-        return self.db.row("SELECT name, revoked_at FROM tokens WHERE token_hash = ?", (token_hash,))
+        return self.db.row("SELECT name, revoked_at FROM tokens WHERE token_hash = ?",
+                           (token_hash,))
 
     def list(self):
         """Every token, by name (no hashes)."""

@@ -10,8 +10,8 @@ code there): only the name ``auth`` and the web pages' sessions put in the scope
 import logging
 import time
 
-from ..logs import ACCESS, ACCESS_LOGGER, utc_time
 from ..calls import CALLER
+from ..logs import ACCESS, ACCESS_LOGGER, utc_time
 
 # A path is logged up to this many characters (the guarded protocol bounds the head anyway).
 PATH_MAX = 2048

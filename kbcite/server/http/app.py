@@ -18,17 +18,17 @@ import contextlib
 import logging
 
 from ...store import KBStore
+from .. import web
 from ..dispatch import Dispatch
 from ..jsonrpc import encode
 from ..pool import StorePool
 from ..subscriptions import Hub
-from .. import web
 from ..throttle import Throttle
 from .auth import Auth
 from .exchange import Exchange
-from .request_checks import Guards, check_framing
-from .request import MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal, Reply, Request, refusal
 from .handshakes import HttpSessions, delete
+from .request import MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal, Reply, Request, refusal
+from .request_checks import Guards, check_framing
 from .streams import NotificationStreams, event
 from .threads import Threads
 

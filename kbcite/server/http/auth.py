@@ -11,12 +11,19 @@ import logging
 
 from ...errors import ToolError
 from ...writes import DENY, mode
-from ..pool import Connections
-from ..inbound import SERVER_NAME, WAITING_TOOLS
 from ..calls import CALLER, Principal
+from ..inbound import SERVER_NAME, WAITING_TOOLS
+from ..pool import Connections
 from ..throttle import Throttle
-from .request import (AUTHENTICATED, MCP_PATH, METADATA_PATH, RETRY_AFTER_S, Refusal,
-                      refusal, unavailable)
+from .request import (
+    AUTHENTICATED,
+    MCP_PATH,
+    METADATA_PATH,
+    RETRY_AFTER_S,
+    Refusal,
+    refusal,
+    unavailable,
+)
 
 # Token checks have connections of their own: a request is authenticated even while every tool
 # connection is busy. (One served on the event loop checks it on the loop's own connection,
@@ -108,12 +115,12 @@ class Auth:
             raise Refusal(401, refusal("Unauthorized: the token is not valid here (%s)" % exc),
                           [(b"WWW-Authenticate", self.challenge(
                               req, ("error", exc.error), ("error_description", str(exc)),
-                              *self._needs(routed)))])
+                              *self._needs(routed)))]) from None
         except KeysUnavailable as exc:
             quiet.info("503", "503 for %s: %s", req.client, exc)
             raise Refusal(503, refusal("Service Unavailable: %s; retry shortly" % exc,
                                        data={"retryable": True, "reason": "issuer_unavailable"}),
-                          [(b"Retry-After", b"%d" % RETRY_AFTER_S)])
+                          [(b"Retry-After", b"%d" % RETRY_AFTER_S)]) from None
         modes = scopes.write_modes(scopes.rights(identity.scopes), self.settings.oauth_writes,
                                    store.grants.of(identity.subject, identity.groups))
         req.scope[AUTHENTICATED] = True
@@ -168,7 +175,7 @@ class Auth:
             with self.connections.borrow() as store:
                 return self.authenticate(req, store)
         except ToolError as exc:
-            raise unavailable(req, exc)
+            raise unavailable(req, exc) from None
 
     def metadata_url(self, req):
         """Where this server's OAuth protected-resource metadata is (RFC 9728)."""

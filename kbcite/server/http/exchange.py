@@ -15,8 +15,8 @@ import threading
 from ...errors import WouldWait
 from ..inbound import ERROR_STATUS, route, session_version_error
 from ..jsonrpc import PARSE_ERROR, error_response, id_if_any
-from .request import Refusal, Reply, refusal
 from .handshakes import SessionSubscriptions
+from .request import Refusal, Reply, refusal
 from .streams import ListenStreams, Stream
 
 # Bodies up to this size are read before the token is checked and decoded on the event loop

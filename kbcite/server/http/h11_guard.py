@@ -26,8 +26,19 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .connection_guard import (  # noqa: F401  (the names deployments and tests import from here)
-    ADDRESS_SHARE, GRACE_S, HEAD_MAX, IDLE_TIMEOUT_S, LINGER_S, MAX_CONNECTIONS, PHRASES,
-    PROBATION_S, REQUEST_TIMEOUT_S, SWEEP_S, VERSIONS, Guard, Guarded,
+    ADDRESS_SHARE,
+    GRACE_S,
+    HEAD_MAX,
+    IDLE_TIMEOUT_S,
+    LINGER_S,
+    MAX_CONNECTIONS,
+    PHRASES,
+    PROBATION_S,
+    REQUEST_TIMEOUT_S,
+    SWEEP_S,
+    VERSIONS,
+    Guard,
+    Guarded,
 )
 
 

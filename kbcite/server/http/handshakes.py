@@ -18,9 +18,9 @@ import time
 
 from ...errors import ToolError
 from ...store import KBStore
+from ..calls import Session
 from ..jsonrpc import id_key, is_request_id
 from ..pool import Connections
-from ..calls import Session
 from ..subscriptions import TooMany
 from ..throttle import Throttle
 from .request import Refusal, Reply, refusal, unavailable

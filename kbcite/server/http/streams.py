@@ -2,10 +2,11 @@
 and the notification streams held open (a session's GET, a 2026-07-28 listen)."""
 
 import asyncio
+import concurrent.futures
 
 from ...errors import ToolError
-from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, encode
 from ..calls import Cancelled
+from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, encode
 from ..subscriptions import SUBSCRIPTIONS_MAX, Subscriber, TooMany
 from .request import RETRY_AFTER_S, Refusal, Reply, refusal, unavailable
 from .threads import settle
@@ -62,7 +63,8 @@ class Stream:
             asyncio.run_coroutine_threadsafe(self.send(message), self.loop).result(
                 SEND_TIMEOUT_S)
             return True
-        except Exception:  # the loop is closing, or the transport is gone
+        except (RuntimeError, OSError, concurrent.futures.TimeoutError,
+                concurrent.futures.CancelledError):  # the loop is closing, the client gone
             return False
 
     def ask(self, session, call, params):

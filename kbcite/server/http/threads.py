@@ -66,7 +66,7 @@ class Threads:
             del item
             try:
                 result, error = fn(*args), None
-            except BaseException as exc:  # handed to the awaiting task, which raises it
+            except BaseException as exc:  # noqa: BLE001 (handed to the awaiting task: raised there)
                 result, error = None, exc
             self._finish(loop, future, result, error)
             del loop, future, fn, args, result, error

@@ -64,7 +64,7 @@ def _b64json(segment, what):
         padded = segment + "=" * (-len(segment) % 4)
         value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
     except (ValueError, UnicodeError):
-        raise TokenRefused("the token's %s is not base64url JSON" % what)
+        raise TokenRefused("the token's %s is not base64url JSON" % what) from None
     if not isinstance(value, dict):
         raise TokenRefused("the token's %s is not a JSON object" % what)
     return value
@@ -151,7 +151,7 @@ class AccessTokens:
             return dict(jwt.decode(token, self._key(jwk), algorithms=[alg]).claims)
         except (JoseError, ValueError, TypeError) as exc:
             raise TokenRefused("the token's signature does not verify (%s)"
-                               % (getattr(exc, "error", None) or type(exc).__name__))
+                               % (getattr(exc, "error", None) or type(exc).__name__)) from None
 
     def _key(self, jwk):
         """The key object of a published JWK, made once."""
@@ -179,7 +179,7 @@ class AccessTokens:
                 answer = json.loads(response.read(1 << 20).decode("utf-8"))
         except (OSError, ValueError) as exc:
             raise KeysUnavailable("the issuer's introspection endpoint cannot be asked: %s"
-                                  % (getattr(exc, "reason", None) or exc))
+                                  % (getattr(exc, "reason", None) or exc)) from None
         if not isinstance(answer, dict) or answer.get("active") is not True:
             raise TokenRefused("the issuer says the token is not active (revoked, expired or "
                                "not its)")

@@ -146,7 +146,7 @@ class Issuer:
         try:
             self._refresh()
         except KeysUnavailable as exc:
-            raise IssuerError(str(exc))
+            raise IssuerError(str(exc)) from None
         return self
 
     @property
@@ -201,7 +201,7 @@ class Issuer:
             document, headers = self._fetch(uri)
         except (OSError, ValueError) as exc:
             raise KeysUnavailable("the issuer's key set %s cannot be fetched: %s"
-                                  % (uri, getattr(exc, "reason", None) or exc))
+                                  % (uri, getattr(exc, "reason", None) or exc)) from None
         keys = document.get("keys")
         if not isinstance(keys, list):
             raise KeysUnavailable("the issuer's key set %s has no \"keys\" list" % uri)

@@ -54,7 +54,7 @@ class Pending:
             return cls(str(state), str(nonce), str(verifier), float(started))
         except (TypeError, ValueError):
             raise SignInFailed("the sign-in was not started here (or its cookie is damaged): "
-                               "start again")
+                               "start again") from None
 
 
 def _challenge(verifier):
@@ -108,7 +108,7 @@ class CodeFlow:
         try:
             claims = self.tokens.verified_claims(str(answer.get("id_token", "")))
         except TokenRefused as exc:
-            raise SignInFailed("the issuer's ID token is not valid: %s" % exc)
+            raise SignInFailed("the issuer's ID token is not valid: %s" % exc) from None
         self._check_id_claims(claims, pending.nonce)
         return dict(answer, id_claims=claims)
 
@@ -128,10 +128,12 @@ class CodeFlow:
             with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as response:  # noqa
                 answer = json.loads(response.read(1 << 20).decode("utf-8"))
         except urllib.error.HTTPError as refused:
-            raise SignInFailed("the issuer refused the sign-in's code (%d %s): start again"
-                               % (refused.code, refused.read(300).decode("utf-8", "replace")))
+            raise SignInFailed(
+                "the issuer refused the sign-in's code (%d %s): start again"
+                % (refused.code, refused.read(300).decode("utf-8", "replace"))) from None
         except (OSError, ValueError) as exc:
-            raise SignInFailed("the issuer cannot be reached to finish the sign-in: %s" % exc)
+            raise SignInFailed("the issuer cannot be reached to finish the sign-in: %s"
+                               % exc) from None
         if not isinstance(answer, dict) or "access_token" not in answer:
             raise SignInFailed("the issuer's token endpoint answered without an access token")
         return answer
