@@ -46,7 +46,8 @@ def audit_history(db, kb):
                                 % (name, version["updated_at"], version["sequence"], event))
     # Every event after an article's history began has its version: a change and its version
     # commit together or not at all. (An upgraded store's history begins at the upgrade.)
-    first, logged = {}, {v["sequence"] for v in versions if v["sequence"] is not None}
+    first: dict[int, str] = {}
+    logged = {v["sequence"] for v in versions if v["sequence"] is not None}
     for version in versions:
         first.setdefault(version["article_pk"], version["updated_at"])
     began = {a["article_id"]: first.get(a["pk"]) for a in articles}

@@ -9,6 +9,8 @@ so a page is found by an index seek however deep the listing is, and an article 
 between two pages is neither skipped nor repeated.
 """
 
+from typing import Any
+
 from . import access
 from .errors import InvalidArgument, NotFound
 from .search import hits
@@ -39,7 +41,7 @@ def page(ctx, granted, after, limit):
     after, or None when the listing is done."""
     db = ctx.db
     after_kb, after_article = after if after is not None else ("", "")
-    out = []
+    out: list[dict[str, Any]] = []
     with db.read():
         for kb in _granted_kbs(db, granted, after_kb):
             start = after_article if kb["kb_id"] == after_kb else ""

@@ -15,6 +15,8 @@ algorithm within a budget of steps (``Budget``). Past the budget the rest become
 call (``check_citations``) shares one budget among them.
 """
 
+from typing import Any
+
 from .limits import CHANGES_MAX_CHARS
 
 PARAGRAPH_BREAK = "\n\n"
@@ -140,7 +142,7 @@ def _walk_back(trace, n, m, d):
         edits.append((prev_x, prev_y, "+" if prev_k == k + 1 else "-"))
         x, y = prev_x, prev_y
     edits.reverse()
-    hunks = []
+    hunks: list[tuple[int, int, int, int]] = []
     for px, py, kind in edits:
         i1, j1 = px, py
         i2, j2 = (px + 1, py) if kind == "-" else (px, py + 1)
@@ -180,8 +182,8 @@ def changes(old_title, old_content, new_title, new_content, limit=CHANGES_MAX_CH
     steps of work (``Budget``, ``DIFF_MAX_STEPS`` when not given).
     """
     old, new = paragraphs(old_content), paragraphs(new_content)
-    result = {"title": None if old_title == new_title else {"from": old_title, "to": new_title},
-              "hunks": [], "truncated": False}
+    title = None if old_title == new_title else {"from": old_title, "to": new_title}
+    result: dict[str, Any] = {"title": title, "hunks": [], "truncated": False}
     remaining = limit
     for i1, i2, j1, j2 in hunks(old, new, budget):
         hunk = {"at": i1, "removed": [], "added": []}

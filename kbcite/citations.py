@@ -14,6 +14,8 @@ article never had while published is ``changed`` with no change given (``version
 as a version the history no longer holds is (``version_pruned``).
 """
 
+from typing import Any
+
 from . import access, changes
 from .tools import citation
 from .versions import parse_version
@@ -65,7 +67,8 @@ class _Differ:
 
 def _status(kb, item, us, rows, found, texts, diff):
     """One citation's answer, from what the read transaction gathered."""
-    answer = {"citation": dict(item), "status": None, "current": None, "changes": None}
+    answer: dict[str, Any] = {"citation": dict(item), "status": None, "current": None,
+                              "changes": None}
     if item["knowledge_base_id"] != kb["kb_id"]:
         answer["status"] = "not_found"
         answer["reason"] = "the citation names another knowledge base than this call"

@@ -5,6 +5,9 @@ what to do next, its ``details`` carry the same facts as data. The server report
 agent as tool errors, the command line to a person in its own words.
 """
 
+from typing import Optional
+
+
 class ToolError(Exception):
     """A call that could not be carried out; ``code`` is stable, ``message`` says what to do."""
 
@@ -36,6 +39,8 @@ class VersionConflict(ToolError):
     """The article changed since the version the caller read."""
 
     code = "version_conflict"
+    # The texts its ``changes`` are made from once the transaction is over (``articles.settle``).
+    pending: Optional[tuple[str, str, str, str]] = None
 
 
 class IdempotencyKeyReused(ToolError):

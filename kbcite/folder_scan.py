@@ -14,6 +14,7 @@ one run names every bad file, in ``bad``; what was left out on purpose is in ``s
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import InvalidArgument, ToolError
 from .markdown import SourceDocument, parse_document, read_utf8_file, title_from_name
@@ -198,7 +199,9 @@ def ignored(rules, rel, is_dir, default=False):
 
 def _walk(root, result):
     """``(source, path)`` of every Markdown file below ``root`` that an import takes."""
-    found, seen_dirs, seen_files = [], set(), {}
+    found: list[Any] = []
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: dict[tuple[int, int], str] = {}
 
     def visit(folder, rel, rules):
         # A folder or file is known by its device and inode: the same whatever links led to

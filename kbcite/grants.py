@@ -7,6 +7,8 @@ their scopes and of these rows together; where both name a knowledge base, the b
 mode wins, and a subject's own row wins over a group's.
 """
 
+from typing import Optional
+
 from . import access
 from .errors import InvalidArgument, NotFound
 from .validation import check_people_string, shown
@@ -67,7 +69,8 @@ class Grants:
         db = self._ctx.db
         with db.read():
             rows = db.grants.of(subject, sorted(set(groups)))
-        own, grouped = {}, {}
+        own: dict[str, str] = {}
+        grouped: dict[str, Optional[str]] = {}
         for row in rows:
             kb_id, mode = row["knowledge_base_id"], row["writes"]
             if row["kind"] == "subject":

@@ -87,7 +87,7 @@ def sync_articles(ctx, kb_id, documents, *, prune=False, force=False, dry_run=Fa
         rows = {row["source"]: row for row in db.articles.imported(kb["pk"])}
         named = sorted({doc.article_id for doc in documents if doc.article_id})
         by_id = db.articles.by_ids(kb["pk"], named) if named else {}
-        notes = []
+        notes: list[str] = []
         actions = sync_plan(rows, by_id, documents, prune, force, notes)
         warnings = prune_warnings(kb, rows, actions, root) if prune else []
         if warnings and not (yes or dry_run):
@@ -187,7 +187,7 @@ def sync_plan(rows, by_id, documents, prune, force, notes=None):
     gone = {source: row for source, row in rows.items()
             if source not in by_path and row["pk"] not in claimed}
     # A file moved without a change: same title and text as an article whose file is gone.
-    by_text = {}
+    by_text: dict[tuple[str, str], str] = {}
     for source, row in sorted(gone.items()):
         by_text.setdefault((row["title"], normalized(row["content"])), source)
     found = {}  # a file's source: (its article's row, the action so far)

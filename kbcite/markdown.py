@@ -12,6 +12,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 from .errors import InvalidArgument
 from .limits import CONTENT_MAX_BYTES, FILE_MAX_BYTES, TITLE_MAX
@@ -35,8 +36,8 @@ class SourceDocument:
     source: str
     title: str
     content: str
-    article_id: str = None
-    version: str = None
+    article_id: Optional[str] = None
+    version: Optional[str] = None
     published: bool = True
 
 

@@ -78,20 +78,22 @@ def write_lock_held(path):
     root = str(Path(__file__).resolve().parent.parent)
     holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(path), root],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    released = []
+    released: list[bool] = []
+    stdin, stdout = holder.stdin, holder.stdout
+    assert stdin is not None and stdout is not None  # both piped
 
     def release():
         if not released:
             released.append(True)
-            holder.stdin.write("\n")
-            holder.stdin.flush()
+            stdin.write("\n")
+            stdin.flush()
     try:
-        if holder.stdout.readline().strip() != "locked":
+        if stdout.readline().strip() != "locked":
             raise RuntimeError("the lock holder did not take the write lock")
         yield release
     finally:
         release()
-        holder.stdin.close()
+        stdin.close()
         holder.wait(timeout=30)
 
 

@@ -21,6 +21,7 @@ sides' changes then meet in one conflict instead of merging. Pure text work: no 
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from . import changes, linediff
 
@@ -86,7 +87,7 @@ def merge(base, store, file, store_label, file_label):
                    [(s, e, new, "file") for s, e, new in theirs if (s, e, new) not in both] +
                    [(s, e, new, "both") for s, e, new in both],
                    key=lambda change: (change[0], change[1]))
-    regions = []  # [lo, hi, changes]
+    regions: list[list[Any]] = []  # [lo, hi, changes]
     for change in every:
         if regions and _meets(regions[-1][0], regions[-1][1], change[0], change[1]):
             regions[-1][1] = max(regions[-1][1], change[1])

@@ -58,7 +58,8 @@ def slot(parser, words):
     before, current = words[:-1], words[-1] if words else ""
     if current.startswith("-"):
         return None, None
-    positionals, kb, i = [], None, 0
+    positionals: list[str] = []
+    kb, i = None, 0
     while i < len(before):
         word = before[i]
         if word.startswith("-"):
@@ -94,7 +95,7 @@ def slot(parser, words):
 
 def _joined(words):
     """Words as typed, where bash split ``--db=x`` at the ``=``: ``--db``, ``=``, ``x``."""
-    out = []
+    out: list[str] = []
     for word in words:
         if out and (word == "=" or out[-1].endswith("=")) and out[-1].startswith("-"):
             out[-1] += word

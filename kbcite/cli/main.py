@@ -16,6 +16,7 @@ that left edited articles alone). A closed output pipe ends the command quietly 
 import importlib
 import os
 import sys
+from typing import Optional
 
 from ..errors import ToolError
 from .messages import (
@@ -36,7 +37,7 @@ from .parser import build_parser, parse
 
 # Each command's module beside this one and its function: imported when that command runs,
 # so ``kb --help`` and a usage error load neither the store nor the other commands.
-COMMANDS = {
+COMMANDS: dict[str, Optional[tuple[str, str]]] = {
     "init": ("admin", "cmd_init"), "knowledge-bases": ("admin", "cmd_knowledge_bases"),
     "add": ("articles", "cmd_add"), "save": ("articles", "cmd_save"),
     "publish": ("articles", "cmd_publish"), "unpublish": ("articles", "cmd_unpublish"),
@@ -58,7 +59,9 @@ COMMANDS = {
 
 def command(name):
     """The function of command ``name`` (``COMMANDS``), its module imported now."""
-    module, function = COMMANDS[name]
+    entry = COMMANDS[name]
+    assert entry is not None, name  # the commands main runs itself never come here
+    module, function = entry
     return getattr(importlib.import_module("." + module, __package__), function)
 
 

@@ -97,7 +97,8 @@ def person_message(error):
 
 def _replace_word(text, word, replacement):
     """``text`` with ``word`` replaced where it stands as a whole word."""
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     while True:
         found = text.find(word, at)
         if found < 0:

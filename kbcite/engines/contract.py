@@ -72,7 +72,7 @@ class Engine:
 
     name = "engine"
     # What the engine offers beyond the primitives (a subset of CAPABILITIES).
-    capabilities = frozenset()
+    capabilities: frozenset[str] = frozenset()
     # Dialect, as data: the placeholder its driver takes (statements are written with ``?``
     # and converted once), and whether it binds a list as one array (``= ANY(?)``) instead
     # of one placeholder a value.
@@ -80,7 +80,7 @@ class Engine:
     arrays = False
     # More columns an engine keeps per search_docs row, as (column, placeholder), and their
     # values come from ``_search_doc_extra``: PostgreSQL's tsvectors.
-    search_doc_extra = ()
+    search_doc_extra: tuple[tuple[str, str], ...] = ()
     # Whether ``write()`` waits for the write lock (up to the store's timeout). An engine with
     # ``local_reads`` also honours False: a write that finds the lock held raises WouldWait at
     # once, before it writes anything, so a server may try an edit where it stands.

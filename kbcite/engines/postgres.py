@@ -55,7 +55,7 @@ try:
     import psycopg.sql
     from psycopg.rows import dict_row, tuple_row
 except ImportError:  # the [postgres] extra is not installed; said when a store is opened
-    psycopg = None
+    psycopg = None  # type: ignore[assignment]
 
 # PostgreSQL's identifier limit (bytes, with the terminator): a channel name is cut to fit.
 NAMEDATALEN = 64

@@ -2,7 +2,10 @@
 and bodies; titles), in GIN, of lexemes made from the store's own tokens, each prefixed with its
 knowledge base's key."""
 
+from typing import Any
+
 from ..search.query import query_tree, render_query
+from .contract import Engine
 from .sql.search import SEARCH_DOC_COLUMNS
 
 
@@ -25,8 +28,10 @@ def tsquery_text(kb_pk, terms, spare):
                         " | ")
 
 
-class TsvectorIndex:
+class TsvectorIndex(Engine):
     """The full-text index of a PostgreSQL store: each search_docs row's two tsvectors, in GIN."""
+
+    _conn: Any  # psycopg.Connection, where the [postgres] extra is installed
 
     def index_add(self, kb_pk, items):
         """Nothing apart: ``search_docs_put`` wrote the tsvectors with the rows
@@ -52,14 +57,15 @@ class TsvectorIndex:
         walk the primary key instead and test every row's tsvector), then the first ``limit``
         by pk: the same rows, in the same order, that SQLite's index gives.
         """
-        found = [[] for _ in queries]
+        found: list[list[int]] = [[] for _ in queries]
         for row in self._match_rows(kb_pk, queries, limit, ""):
             found[row["q"]].append(row["pk"])
         return found
 
     def match_docs(self, kb_pk, queries, limit):
         """``match``, with the stored tokens of every article found, in the same statement."""
-        found, docs = [[] for _ in queries], {}
+        found: list[list[int]] = [[] for _ in queries]
+        docs: dict[int, Any] = {}
         for row in self._match_rows(kb_pk, queries, limit, (
                 "SELECT h.q, %s FROM hits AS h JOIN search_docs AS d ON d.pk = h.pk"
                 % ", ".join("d." + column for column in SEARCH_DOC_COLUMNS))):

@@ -403,11 +403,11 @@ class SQLiteEngine(FTS5Index, TableHandles, Engine):
 
     def image(self):
         """The whole in-memory database as bytes (``image``: sqlite3 serializes from 3.11)."""
-        return self._conn.serialize()
+        return self._conn.serialize()  # type: ignore[attr-defined]  # Python 3.11's
 
     def load_image(self, data):
         """Replace this in-memory database by a copy of ``image()`` bytes."""
-        self._conn.deserialize(data)
+        self._conn.deserialize(data)  # type: ignore[attr-defined]  # Python 3.11's
 
 
 def dump(conn):

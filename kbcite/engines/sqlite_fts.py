@@ -3,8 +3,10 @@ and bodies; titles), fed the store's own tokens (``search.text.tokens``) and tol
 from the tokens ``search_docs`` keeps."""
 
 import sqlite3
+from typing import Any
 
 from ..search.query import query_tree, render_query
+from .contract import Engine
 from .sql.search import SEARCH_DOC_COLUMNS
 from .sqlite_schema import FTS_SQL, FTS_TITLE_SQL, FTS_TUNING
 
@@ -17,8 +19,10 @@ def fts_literal(term):
     return '"%s"' % term.replace('"', '""')
 
 
-class FTS5Index:
+class FTS5Index(Engine):
     """The full-text index of a SQLite store: two contentless FTS5 tables a knowledge base."""
+
+    _conn: sqlite3.Connection
 
     def create_kb_index(self, kb_pk):
         """A new knowledge base's FTS5 tables (titles and bodies; titles), with their merge
@@ -94,7 +98,7 @@ class FTS5Index:
 
     def match(self, kb_pk, queries, limit):
         """Rowids in order for FTS5 queries of quoted terms, all in one statement."""
-        found = [[] for _ in queries]
+        found: list[list[int]] = [[] for _ in queries]
         for query, rowid in self._conn.execute(*self._match_sql(kb_pk, queries, limit)):
             found[query].append(rowid)
         return found
@@ -102,7 +106,8 @@ class FTS5Index:
     def match_docs(self, kb_pk, queries, limit):
         """``match``, with the stored tokens of every article found, in the same statement."""
         sql, params = self._match_sql(kb_pk, queries, limit)
-        found, docs = [[] for _ in queries], {}
+        found: list[list[int]] = [[] for _ in queries]
+        docs: dict[int, Any] = {}
         for row in self._conn.execute(
                 "SELECT m.q, %s FROM (%s) AS m JOIN search_docs AS d ON d.pk = m.pk"
                 % (", ".join("d." + column for column in SEARCH_DOC_COLUMNS), sql), params):

@@ -17,6 +17,7 @@ import struct
 import threading
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 # wordllama's bundled model: its files inside the installed package, and the name stored with
 # every vector (a vector of another model is never compared with this one's).
@@ -126,7 +127,7 @@ class Embedder:
         return values * scales
 
 
-_loaded = {}
+_loaded: dict[str, Any] = {}
 _load_lock = threading.Lock()
 
 

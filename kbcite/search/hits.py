@@ -6,6 +6,8 @@ first ``SNIPPET_SCAN_CHARS`` characters of content only, and each gets a snippet
 article version).
 """
 
+from typing import Any
+
 from .. import access
 from ..errors import StoreDamaged
 from ..limits import SEARCH_LIMIT_DEFAULT
@@ -31,7 +33,8 @@ def hit_rows(db, kb, pks):
 def search(ctx, args, granted, actor=None, issuer=None):
     """The ``search_knowledge_base`` tool."""
     limit = args.get("limit", SEARCH_LIMIT_DEFAULT)
-    db, work = ctx.db, {}
+    db = ctx.db
+    work: dict[str, Any] = {}
     ctx.last_search = work
     semantic = ctx.semantic
     with db.read():

@@ -218,7 +218,7 @@ def presence_delta(old, new):
 
 def presence_totals(docs):
     """``{term: (articles holding it in the title, in the body)}`` over SearchDocs ``docs``."""
-    totals = {}
+    totals: dict[str, tuple[int, int]] = {}
     for doc in docs:
         for term, (in_title, in_body) in doc.term_presence().items():
             t0, b0 = totals.get(term, (0, 0))

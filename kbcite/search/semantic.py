@@ -19,6 +19,7 @@ reciprocal rank fusion (``fuse``), under exact-title-first.
 import logging
 import threading
 from collections import OrderedDict
+from typing import Any
 
 from . import embedding
 
@@ -52,11 +53,11 @@ CACHED_KBS = 8
 
 log = logging.getLogger("kbcite.search")
 
-_said = set()
+_said: set[str] = set()
 _said_lock = threading.Lock()
 
 # Matrices shared by every store of a process on one address, keyed (address, kb pk).
-_matrices = OrderedDict()
+_matrices: OrderedDict[Any, Any] = OrderedDict()
 _matrices_lock = threading.Lock()
 
 
@@ -222,7 +223,7 @@ def fuse(lexical, named, nearest, limit):
     lex_rank = {pk: i for i, pk in enumerate(lexical)}
     sem_rank = {pk: i for i, pk in enumerate(semantic)}
     named = [pk for pk in lexical if pk in set(named)]
-    scores = {}
+    scores: dict[int, float] = {}
     for ranks in (lex_rank, sem_rank):
         for pk, rank in ranks.items():
             scores[pk] = scores.get(pk, 0.0) + 1.0 / (RRF_K + rank + 1)

@@ -41,7 +41,8 @@ def _find_ascii(text, terms, held=-1):
 
 def _find_words(text, terms):
     """``(start, end, term)`` of words of any script whose tokens are among ``terms``."""
-    hits, found = [], {}
+    hits: list[tuple[int, int, str]] = []
+    found: dict[str, int] = {}
     for match in _word_pattern().finditer(text):
         word = match.group()
         if word.isascii():
@@ -93,7 +94,8 @@ def make_snippet(text, terms, words=SNIPPET_WORDS, held=-1):
     # two overlap and no two start together: they sort by where they start.
     hits.sort()
     width = words * 7  # characters: an English word and its space average about seven
-    start, best, seen, j, count = 0, None, {}, 0, len(hits)
+    seen: dict[str, int] = {}
+    start, best, j, count = 0, None, 0, len(hits)
     for i, (at, _, term) in enumerate(hits):
         # Slide a window of ``width`` characters over the hits; score it by distinct terms.
         reach = at + width

@@ -68,7 +68,8 @@ def normalize(text):
 def _cjk_tokens(word, out):
     """Append the tokens of a word holding Chinese or Japanese characters: each run of them as
     overlapping pairs (a lone character as itself), anything else in the word as words."""
-    run, other = [], []
+    run: list[str] = []
+    other: list[str] = []
     for ch in word + " ":
         if _is_cjk(ch):
             if other:

@@ -8,6 +8,7 @@ docs/search.md says which queries run, in what order.
 """
 
 from collections import Counter
+from typing import Any
 
 from .ranking import (
     CANDIDATES_PER_QUERY,
@@ -128,7 +129,7 @@ def ranked(db, kb, text, limit, work):
     tiered = len(terms) <= TIERED_TERMS_MAX
     exact = stats["exact"]
     cap = max(CANDIDATES_PER_QUERY, limit)
-    scored = {}
+    scored: dict[int, tuple[bool, int, float, int, Any]] = {}
     needles = score_needles(terms, stats)
 
     def gather(lists, docs=None):

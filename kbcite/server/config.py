@@ -19,6 +19,7 @@ import argparse
 import difflib
 import json
 import os
+from typing import Any
 
 from .links import check_public_url
 from .options import HTTP_DEFAULTS, MINIMUM, ORIGIN_FORM, POSITIVE, add_http_options, is_origin
@@ -149,7 +150,7 @@ def keys():
 
 def defaults():
     """``{dest: value}`` a server starts with when nothing sets it."""
-    values = {key.dest: None for key in keys().values()}
+    values: dict[str, Any] = {key.dest: None for key in keys().values()}
     values.update(HTTP_DEFAULTS)
     values.update(host=HOST, port=PORT, allow_origin=[], oauth_scope=[])
     parser = argparse.ArgumentParser(add_help=False)

@@ -32,6 +32,7 @@ class ToolResult(dict):
     the response carrying it encodes the structure once, not twice (``encode``)."""
 
     __slots__ = ("text",)
+    text: str
 
 
 class RpcError(Exception):

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import time
+from typing import Any
 
 LOG_FORMATS = ("plain", "json")
 
@@ -68,7 +69,7 @@ def log_config(log_format="plain", log_file=None, filters=None, levels=None):
     it, ``levels`` (logger: level) besides."""
     formatter = ({"()": "kbcite.server.logs.JsonFormatter"} if log_format == "json"
                  else {"format": PLAIN})
-    handler = ({"class": "logging.FileHandler", "filename": log_file, "mode": "a",
+    handler: dict[str, Any] = ({"class": "logging.FileHandler", "filename": log_file, "mode": "a",
                 "encoding": "utf-8"} if log_file else
                {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"})
     handler.update(formatter="kb", filters=sorted(filters or {}))

@@ -18,6 +18,7 @@ import contextlib
 import queue
 import threading
 import time
+from typing import Any
 
 from ..errors import StoreBusy, WouldWait
 from ..limits import BUSY_TIMEOUT_S
@@ -50,7 +51,7 @@ class Connections:
     def __init__(self, address, size, timeout=BUSY_TIMEOUT_S):
         self.address = address
         self.timeout = timeout
-        self._idle = queue.LifoQueue()
+        self._idle: queue.LifoQueue[Any] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(size)
 
     @contextlib.contextmanager

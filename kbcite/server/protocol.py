@@ -398,7 +398,7 @@ class Protocol:
         if len(set(uris)) > SUBSCRIPTIONS_MAX:
             raise RpcError(INVALID_PARAMS, "Invalid params: at most %d URIs a listen stream; "
                            "open another stream for more" % SUBSCRIPTIONS_MAX)
-        honored = {}
+        honored: dict[str, Any] = {}
         # Tools and prompts never change here (tools.listChanged is false; no prompts).
         if wanted.get("resourcesListChanged") is True:
             honored["resourcesListChanged"] = True

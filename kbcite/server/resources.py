@@ -15,6 +15,7 @@ import base64
 import binascii
 import json
 import re
+from typing import Any
 from urllib.parse import quote, unquote
 
 from ..errors import InvalidArgument, ToolError
@@ -230,7 +231,7 @@ def list_resources(store, params, principal, modern):
                                              limit=PAGE_SIZE)
     except ToolError as exc:
         raise store_failed(exc) from None
-    result = {"resources": [list_entry(e) for e in entries]}
+    result: dict[str, Any] = {"resources": [list_entry(e) for e in entries]}
     if last is not None:
         result["nextCursor"] = encode_cursor(last)
     if modern:
@@ -243,7 +244,7 @@ def list_templates(params, modern):
     if params.get("cursor") is not None:
         raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor; the templates fit one "
                        "page")
-    result = {"resourceTemplates": [dict(t) for t in TEMPLATE_ENTRIES]}
+    result: dict[str, Any] = {"resourceTemplates": [dict(t) for t in TEMPLATE_ENTRIES]}
     if modern:
         result.update(ttlMs=TTL_TEMPLATES_MS, cacheScope="public")
     return result
@@ -276,7 +277,7 @@ def read_resource(store, params, principal, modern):
         if exc.code in NOT_FOUND_CODES:
             raise not_found(uri, modern) from None
         raise store_failed(exc) from None
-    result = {"contents": [contents_item(uri, read)]}
+    result: dict[str, Any] = {"contents": [contents_item(uri, read)]}
     if modern:
         result.update(ttlMs=TTL_CURRENT_MS if version is None else TTL_VERSION_MS,
                       cacheScope="private")
@@ -305,7 +306,8 @@ def complete(store, params, principal):
                        "templates: %s" % ", ".join(TEMPLATES))
     name, value = _completion_argument(params)
     context = params.get("context") if isinstance(params.get("context"), dict) else {}
-    given = context.get("arguments") if isinstance(context.get("arguments"), dict) else {}
+    given: dict[str, Any] = context["arguments"] if isinstance(context.get("arguments"),
+                                                                dict) else {}
     names = ("knowledge_base_id", "article_id") + (
         ("updated_at",) if ref["uri"] == TEMPLATE_VERSION else ())
     if name not in names:

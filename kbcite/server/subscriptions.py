@@ -20,6 +20,7 @@ revocation, and a session's end, end its subscribers.
 import logging
 import threading
 import time
+from typing import Optional
 
 from ..errors import ToolError
 from ..store import KBStore
@@ -98,6 +99,8 @@ class Subscriber:
         self.closed = threading.Event()
         # Called once when the subscriber is closed (a stream's task wakes up to end).
         self.on_close = None
+        # The handshake session whose GET stream it is, where it is one (HTTP).
+        self.session_id = None
         self._uris = {}  # URI as the client spelled it -> (kb, article, version) or None
         self.bytes = 0  # what its URIs count against the budgets (URI_OVERHEAD)
         self._lock = threading.Lock()
@@ -159,7 +162,7 @@ def changes(events, uris, list_changed):
     the proposals made from it: a proposal's events notify the version-pinned URIs of its
     article, whose subscriber (the agent that proposed) learns the outcome, and never the
     current one (a proposal changes nothing until approved, whose ``article.updated`` says so)."""
-    by_article = {}
+    by_article: dict[str, list[tuple[str, Optional[str]]]] = {}
     for uri, parsed in uris.items():
         by_article.setdefault(parsed[1], []).append((uri, parsed[2]))
     updated = []

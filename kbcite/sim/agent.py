@@ -2,6 +2,8 @@
 tools alone (``call_tool``), as an agent on the MCP server would.
 """
 
+from typing import Any
+
 from ..errors import NotFound
 from ..limits import CITATIONS_MAX
 from .model import CITATIONS_PER_ANSWER, KB_ID, TITLE_LOOKUP_HITS, Citation
@@ -32,7 +34,7 @@ class Agent:
         # Per citation: the passage its answer relied on and the content it was found in.
         self.passages, self.cited_content = [], []
         # Per strategy, each citation's verdict (passages.VERDICTS) as that strategy last saw it.
-        self.verdicts = {name: [] for name in PASSAGE_STRATEGIES}
+        self.verdicts: dict[str, list[Any]] = {name: [] for name in PASSAGE_STRATEGIES}
         self.polled = set()  # the article IDs the last poll named
         # What check_citations costs the two strategies that call it; the other two cost what
         # the re-read and the poll checks cost.
@@ -63,7 +65,7 @@ class Agent:
         """Search, read the top two hits, keep both citations; returns the answer's index."""
         index = len(self.answers)
         found = self.search(question_text, CITATIONS_PER_ANSWER)
-        cited = []
+        cited: list[Any] = []
         for hit in found["results"][:CITATIONS_PER_ANSWER]:
             article = self.read(hit["article_id"])
             if article is None:
@@ -119,7 +121,8 @@ class Agent:
     def check_poll(self):
         """Resume the event log from the cursor; re-read only cited articles that changed."""
         cost = self.cost["poll"]
-        changed, more = set(), True
+        changed: set[str] = set()
+        more = True
         if self.cursor is None:
             return {}
         while more:
@@ -156,7 +159,7 @@ class Agent:
 
     def _check_citations(self, indices, strategy):
         cost, verdicts = self.passage_cost[strategy], self.verdicts[strategy]
-        by_key = {}
+        by_key: dict[Any, list[int]] = {}
         for i in indices:
             by_key.setdefault(self.citations[i].key, []).append(i)
         keys = list(by_key)
@@ -201,7 +204,7 @@ class Agent:
 
     def _by_article(self):
         """``{article ID: indices of its citations}``."""
-        cited = {}
+        cited: dict[str, list[int]] = {}
         for i, citation in enumerate(self.citations):
             cited.setdefault(citation.article_id, []).append(i)
         return cited

@@ -3,6 +3,8 @@ the database's own rows, must match the oracle's truth, and so must what each of
 finding out says of every stale citation's passage; at the last hour, the day's tallies.
 """
 
+from typing import Any, Optional
+
 from ..validation import shown
 from .agent import PASSAGE_STRATEGIES
 from .expectations import p_passage_survives, rounded
@@ -39,7 +41,7 @@ class HourlyChecks:
         reread = agent.check_reread()
         poll = agent.check_poll()
         schedule, schedule_cause = self._schedule_truth(hour)
-        by_key = {}
+        by_key: dict[Any, Any] = {}
         for i, citation in enumerate(agent.citations):
             by_key.setdefault(citation.key, schedule[i])
         self._compare(hour, schedule, schedule_cause, (
@@ -134,7 +136,8 @@ class HourlyChecks:
     def _schedule_truth(self, hour):
         """Status and cause of every citation by the oracle: ``{citation index: ...}`` twice."""
         now = (hour * HOUR_US, CHECK_STEP, hour)
-        status, cause = {}, {}
+        status: dict[int, str] = {}
+        cause: dict[int, Optional[str]] = {}
         for i, (article, read) in enumerate(self.reads):
             status[i], cause[i] = self.oracle.status(article, read, now)
         return status, cause
@@ -162,7 +165,9 @@ class HourlyChecks:
 
     def _ground_truth(self):
         """Status and cause of every distinct citation, from the database's own rows."""
-        truth, cause, rows = {}, {}, {}
+        truth: dict[Any, str] = {}
+        cause: dict[Any, Optional[str]] = {}
+        rows: dict[str, Any] = {}
         for citation in self.agent.citations:
             if citation.key in truth:
                 continue

@@ -4,6 +4,7 @@ checks or its edits, in the order of the day.
 
 import os
 import sched
+from typing import Any
 
 from ..store import KBStore
 from .agent import PASSAGE_STRATEGIES, Agent
@@ -68,9 +69,10 @@ class DayRun:
         self.oracle = Oracle(plan.titles, self.changes, plan.bodies, plan.subjects)
         self.index_of = {}
         self.actions = [action for action, _ in plan.subjects]  # each title's action now
-        self.reads = []  # per citation: (article index, step of the read)
+        # Per citation: (article index, step of the read).
+        self.reads: list[tuple[int, tuple[int, int, int]]] = []
         self.first_hit_is_target = 0
-        self.mismatches = []
+        self.mismatches: list[Any] = []
         self.hourly_checks = HourlyChecks(self.store, self.agent, self.oracle, self.reads,
                                           self.mismatches, seed=plan.seed, uniform=uniform,
                                           hours=config.hours,

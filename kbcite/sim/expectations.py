@@ -2,6 +2,8 @@
 cited when; they never see a measured count.
 """
 
+from typing import Any
+
 from .model import (
     CHECK_STEP,
     CITATIONS_PER_ANSWER,
@@ -78,7 +80,7 @@ def expected_checks(q, reads, answers, versions, saves, day_us):
         if cited:
             articles = {reads[c][0] for c in cited}
             with_stale += p_touched(sum(q[a] for a in articles), left[cited[0]], saves)
-    first = {}
+    first: dict[Any, int] = {}
     for c, version in enumerate(versions):
         first.setdefault(version, c)
     distinct = {"stale_distinct": 0.0, "title_only_distinct": 0.0, "gone_distinct": 0.0}
@@ -102,7 +104,7 @@ def expected_edits(q, edits, delays, saves, day_us):
     otherwise when a people's save does, with chance ``p_touched``. It finds the article gone
     when an unpublish does.
     """
-    landed = {}
+    landed: dict[int, list[int]] = {}
     for _, article, _, at in edits:
         landed.setdefault(article, []).append(at)
     for steps in landed.values():

@@ -4,6 +4,7 @@ simulated clock. Everything else in the simulation stands on this module; it imp
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Optional
 
 # The day the live tool list was fetched; the article's simulated support day starts then.
 DAY_START = datetime(2026, 11, 8, 9, 0, 0, tzinfo=timezone.utc)
@@ -179,8 +180,8 @@ class Start:
     (``None`` where each run builds its own)."""
 
     plan: Plan
-    image: object
-    article_ids: list
+    image: Optional[bytes]
+    article_ids: Optional[list]
 
 
 @dataclass

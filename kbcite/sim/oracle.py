@@ -3,6 +3,7 @@ It never calls the store, so a store that answers wrongly cannot also make the t
 """
 
 import bisect
+from typing import Any
 
 from .passages import changed_verdict
 from .plan import rewrite
@@ -27,7 +28,9 @@ class Oracle:
         self.titles = titles
         self.changes, self.bodies, self.subjects = changes, bodies, subjects
         self.texts = None  # article -> (steps, paragraphs after each): made when first asked
-        self.steps, self.withdrawn, self.retitled = {}, {}, {}
+        self.steps: dict[int, list[int]] = {}
+        self.withdrawn: dict[int, list[int]] = {}
+        self.retitled: dict[int, list[tuple[int, str]]] = {}
         for change in changes:
             self.steps.setdefault(change.article, []).append(change.step)
             if change.save.kind == "unpublish":
@@ -87,7 +90,8 @@ class Oracle:
 
     def _replay(self):
         """Every article's paragraphs after each of its content saves, as the people wrote them."""
-        current, texts = {}, {}
+        current: dict[int, Any] = {}
+        texts: dict[int, Any] = {}
         for change in self.changes:
             if change.save.kind == "unpublish":
                 continue

@@ -4,6 +4,7 @@ titles they leave, replayed from the plan without a store.
 """
 
 import random
+from typing import Any
 
 from .model import (
     ACTIONS,
@@ -93,7 +94,9 @@ def rewrite(save, count, subject, action):
 
 def make_titles(rng, n):
     """``n`` distinct titles with their subjects, drawn from the vocabulary."""
-    seen, titles, subjects = set(), [], []
+    seen: set[str] = set()
+    titles: list[str] = []
+    subjects: list[Any] = []
     while len(titles) < n:
         action, subject, audience = (pick(ACTIONS, rng.random()), pick(SUBJECTS, rng.random()),
                                      pick(AUDIENCES, rng.random()))
@@ -125,7 +128,8 @@ def topical_ranking(ranking, subjects):
     no randomness is drawn: a seed's questions and saves are the same draws either way, and
     the top ranks keep their Zipf share.
     """
-    order, members = [], {}
+    order: list[str] = []
+    members: dict[str, list[int]] = {}
     for article in ranking:
         subject = subjects[article][1]
         if subject not in members:

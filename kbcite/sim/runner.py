@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from dataclasses import asdict
+from typing import Any
 
 from ..store import KBStore
 from .day import DayRun, start_of_day
@@ -95,7 +96,7 @@ def _sum_rows(per_seed, rows_of, key, labels):
     """Row i of every seed's list ``rows_of(seed result)`` summed, labelled ``key: labels[i]``."""
     out = []
     for i, label in enumerate(labels):
-        row = {}
+        row: dict[str, Any] = {}
         for r in per_seed:
             _add(row, rows_of(r)[i])
         row[key] = label
@@ -124,7 +125,7 @@ def summarize_passages(per_seed, config):
 def summarize(per_seed, config, passages=None):
     """Sum the seeds' results into the report's structure (everything but timing), and their
     passage figures (``_seed_result``'s second half), when given, under ``passages``."""
-    workload = {}
+    workload: dict[str, Any] = {}
     for r in per_seed:
         _add(workload, r["workload"])
     staleness, expected = {}, {"model": model_expectations(config)}
@@ -140,7 +141,8 @@ def summarize(per_seed, config, passages=None):
         expected[mode]["by_position"] = _sum_rows(
             per_seed, lambda r, mode=mode: r[mode]["expected"]["by_position"], "position",
             range(1, CITATIONS_PER_ANSWER + 1))
-    detection, cost = {}, {}
+    detection: dict[str, Any] = {}
+    cost: dict[str, Any] = {}
     for mode in ("zipf", "uniform"):
         detection[mode] = {}
         cost[mode] = {}
@@ -150,7 +152,7 @@ def summarize(per_seed, config, passages=None):
     edits = _sum_rows(per_seed, lambda r: r["edits"]["edits"], "delay_s", config.delays)
     expected["edits"] = _sum_rows(per_seed, lambda r: r["edits"]["expected"]["edits"],
                                   "delay_s", config.delays)
-    idempotency = {}
+    idempotency: dict[str, Any] = {}
     for r in per_seed:
         _add(idempotency, r["edits"]["idempotency"])
     mismatches = [m for r in per_seed for part in PARTS for m in r[part]["mismatches"]]
@@ -207,7 +209,7 @@ def run(seeds, config, *, db_dir=None, processes=None, db_url=None):
         starts = {seed: prepare(*args) for seed, args in zip(seeds, preparing)}
         results = [run_part(seed, config, part, db_dir, starts[seed], db_url)
                    for seed, part in jobs]
-    by_seed = {seed: {} for seed in seeds}
+    by_seed: dict[int, dict[str, Any]] = {seed: {} for seed in seeds}
     for (seed, part), result in zip(jobs, results):
         by_seed[seed][part] = result
     per_seed, passages = zip(*[_seed_result(seed, by_seed[seed]) for seed in seeds])

@@ -8,7 +8,9 @@ statements are found under its name. An engine that says a statement its own way
 own class for that table.
 """
 
-from ._table import Table
+from typing import cast
+
+from ._table import Host, Table
 from .articles import ArticleSQL
 from .audit import AuditSQL
 from .events import EventSQL
@@ -49,7 +51,7 @@ class TableHandles:
     def open_tables(self) -> None:
         """Make one handle a table, each holding this engine."""
         for name, cls in self.table_classes.items():
-            setattr(self, name, cls(self))
+            setattr(self, name, cls(cast(Host, self)))
 
 
 __all__ = ["TABLES", "Table", "TableHandles"]

@@ -148,7 +148,7 @@ class SearchSQL(Table):
             parts.append("SELECT %d AS q, pk FROM (SELECT pk FROM title_terms WHERE kb_pk = ? "
                          "AND term = ? ORDER BY title_len, pk LIMIT ?) AS t%d" % (i, i))
             params += [kb_pk, term, limit]
-        found = [[] for _ in terms]
+        found: list[list[int]] = [[] for _ in terms]
         for row in self.db.execute(" UNION ALL ".join(parts), params).fetchall():
             found[row["q"]].append(row["pk"])  # sqlite3.Row and psycopg's dicts alike
         return found

@@ -9,6 +9,7 @@ code there): only the name ``auth`` and the web pages' sessions put in the scope
 
 import logging
 import time
+from typing import Any
 
 from ..calls import CALLER
 from ..logs import ACCESS, ACCESS_LOGGER, utc_time
@@ -37,7 +38,7 @@ class AccessLog:
             await self.app(scope, receive, send)
             return
         when, started = self.clock(), self.timer()
-        answered = {"status": None, "bytes": 0}
+        answered: dict[str, Any] = {"status": None, "bytes": 0}
 
         async def sending(message):
             if message["type"] == "http.response.start":

@@ -108,6 +108,7 @@ class Auth:
         from ..oauth import scopes
         from ..oauth.bearer import TokenRefused
         from ..oauth.issuer import KeysUnavailable
+        assert self.tokens is not None  # asked only where an issuer is configured
         try:
             identity = self.tokens.identity(token)
         except TokenRefused as exc:

@@ -9,10 +9,12 @@ it reads uvicorn's own attributes (``cycle``, ``transport``, ``timeout_keep_aliv
 ``connections``). See ``h11_guard`` for what uvicorn leaves open and why each guard exists.
 """
 
+import asyncio
 import json
 import logging
 import socket
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..throttle import Throttle
 from .request import AUTHENTICATED
@@ -92,13 +94,39 @@ class Guard:
         return self.max_connections + self.per_address
 
 
-class Guarded:
+if TYPE_CHECKING:
+    class UvicornProtocol(asyncio.Protocol):
+        """What the mixin reads of the uvicorn protocol it is mixed into (h11's or
+        httptools', which both have these)."""
+
+        transport: asyncio.Transport
+        cycle: Any
+        loop: asyncio.AbstractEventLoop
+        server_state: Any
+        app_state: dict
+        connections: set
+        client: Any
+        timeout_keep_alive_handler: Any
+        timeout_keep_alive_task: Any
+
+        def __init__(self, config: Any, server_state: Any, app_state: dict,
+                     _loop: Any = None) -> None: ...
+
+        def on_response_complete(self) -> None: ...
+
+        def shutdown(self) -> None: ...
+else:
+    UvicornProtocol = object
+
+
+class Guarded(UvicornProtocol):
     """The guards of a uvicorn HTTP protocol, mixed in before it (see the module docstring)."""
 
     def __init__(self, config, server_state, app_state, _loop=None):
         super().__init__(config, server_state, app_state, _loop)
         self.guard = getattr(config, "kb_guard", None) or Guard()
-        self._started = None  # the loop's time at the first byte of the request under way
+        # The loop's time at the first byte of the request under way.
+        self._started: Optional[float] = None
         self._refused = False
         self._untrusted = None  # its address's share, until a request is authenticated
         self._opened = 0.0
@@ -225,7 +253,8 @@ class Guarded:
         untrusted = getattr(self, "_untrusted", None)
         if untrusted is None or self._probation is not None:
             return
-        if sum(1 for p in untrusted if p._started is not None) > self.guard.per_address:
+        if self._started is not None and \
+                sum(1 for p in untrusted if p._started is not None) > self.guard.per_address:
             self._probation = self._started + self.guard.request_timeout
 
     def _disarm(self):

@@ -11,6 +11,7 @@ import functools
 import json
 import logging
 import threading
+from typing import Any
 
 from ...errors import WouldWait
 from ..inbound import ERROR_STATUS, route, session_version_error
@@ -78,15 +79,17 @@ class Watch:
             threading.Thread(target=self._end, daemon=True, name="kb-http-gone").start()
 
     def _end(self):
+        call = self._call
+        assert call is not None  # attached before anything can end it
         if self._modern:
             # Cancelled before it is said: what the line promises holds once it can be read.
-            self._call.cancel()
+            call.cancel()
             log.info("request %r: the client closed its connection, which cancels it (nothing "
-                     "is written that was not yet)", self._call.request_id)
-        elif self._session is not None and self._session.abandon(self._call):
+                     "is written that was not yet)", call.request_id)
+        elif self._session is not None and self._session.abandon(call):
             log.info("session %s: the client closed the stream of request %r while a person "
                      "was asked; the question ends unanswered", self._session.id,
-                     self._call.request_id)
+                     call.request_id)
 
 
 class Exchange:
@@ -205,6 +208,7 @@ class Exchange:
                 app.auth.check_scope(req, routed, principal)
             if problem is not None:
                 return Reply(400, refusal(problem, PARSE_ERROR))
+            assert routed is not None  # a message that parsed is routed
             if routed.kind is None:
                 return Reply(400, error_response(id_if_any(message), routed.error))
             if session_id is not None and not routed.sessionless:
@@ -249,6 +253,7 @@ class Exchange:
         call.no_wait = self.no_wait
         if watch is not None:
             watch.attach(call, session, routed.modern)
+        subscriptions: Any
         if session is not None:
             subscriptions = SessionSubscriptions(app.sessions, session,
                                                  app.settings.subscriptions_per_token)

@@ -109,7 +109,7 @@ class GuardedH11Protocol(Guarded, H11Protocol):
     def send_400_response(self, msg):
         """What uvicorn calls when h11 refuses a request: h11's own status hint (501 for a
         transfer coding it does not know) and reason, answered as every refusal is."""
-        exc = self.conn.refusal
+        exc = getattr(self.conn, "refusal", None)  # _Judged's
         if exc is not None:
             self._refusal = (getattr(exc, "error_status_hint", 400), str(exc))
         super().send_400_response(msg)

@@ -16,6 +16,7 @@ does: it is tested on the uvicorn that Python 3.9 gets (0.39) and on the newest.
 """
 
 import collections
+from typing import Any
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -40,7 +41,7 @@ class GuardedHttpToolsProtocol(Guarded, HttpToolsProtocol):
         self._deferred = False  # a refusal waits for the answers of the requests before it
         # The scopes of the requests under way, oldest first: llhttp reads pipelined requests
         # ahead of their answers, so the protocol's own scope is the newest one's.
-        self._scopes = collections.deque()
+        self._scopes: collections.deque[Any] = collections.deque()
 
     def data_received(self, data):
         """Bytes of a request: the deadline starts with its first, the head is measured before

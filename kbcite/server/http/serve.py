@@ -27,7 +27,7 @@ from .h11_guard import ADDRESS_SHARE, GuardedH11Protocol
 try:
     import resource
 except ImportError:  # not on Windows: the descriptor limit stays as it is
-    resource = None
+    resource = None  # type: ignore[assignment]
 
 # Connections the kernel queues before a worker accepts them: a team's agents connecting at
 # once are all let in (Linux caps it at net.core.somaxconn).
@@ -144,7 +144,7 @@ def config(settings, guard, workers=1, ssl_certfile=None, ssl_keyfile=None, logs
         timeout_keep_alive=guard.idle_timeout, timeout_graceful_shutdown=GRACEFUL_S,
         h11_max_incomplete_event_size=guard.head_max, backlog=BACKLOG, workers=workers,
         ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile)
-    made.kb_guard = guard
+    made.kb_guard = guard  # type: ignore[attr-defined]  # carried to every worker
     return made
 
 
@@ -176,7 +176,8 @@ def serve(settings, guard, host, port, workers=1, ssl_certfile=None, ssl_keyfile
         uvicorn.Server(made).run(sockets=[sock])
         return 0
     if "target" in inspect.signature(Multiprocess).parameters:  # uvicorn before 0.40
-        supervisor = Multiprocess(made, target=uvicorn.Server(made).run, sockets=[sock])
+        supervisor = Multiprocess(made, target=uvicorn.Server(made).run,  # type: ignore[call-arg]
+                                  sockets=[sock])
     else:
         supervisor = Multiprocess(made, sockets=[sock])
     supervisor.run()

@@ -3,6 +3,7 @@ and the notification streams held open (a session's GET, a 2026-07-28 listen).""
 
 import asyncio
 import concurrent.futures
+from typing import Any
 
 from ...errors import ToolError
 from ..calls import Cancelled
@@ -161,7 +162,7 @@ class NotificationStreams:
         app = self.app
         subscriber, first, last = reply.stream
         loop = asyncio.get_running_loop()
-        inbox = asyncio.Queue()
+        inbox: asyncio.Queue[Any] = asyncio.Queue()
         waiting = [0]
 
         def put(message):

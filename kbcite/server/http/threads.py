@@ -3,6 +3,7 @@ request, so the event loop never waits for the database."""
 
 import collections
 import threading
+from typing import Any
 
 
 class Threads:
@@ -20,7 +21,7 @@ class Threads:
         self.name = name
         # The work waiting for a thread, and the threads waiting for work (each its own lock,
         # released to hand it one item): one wake-up a call, none when a thread is busy.
-        self._work = collections.deque()
+        self._work: collections.deque[Any] = collections.deque()
         self._sleepers = []
         self._threads = 0
         self._lock = threading.Lock()

@@ -17,6 +17,7 @@ import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Any
 
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -29,7 +30,7 @@ from .scopes import SUBJECT_CLAIMS
 # type each needs. HS* is absent on purpose: with a published key it is forgeable.
 ASYMMETRIC = {"RS256": "RSA", "RS384": "RSA", "RS512": "RSA", "PS256": "RSA", "PS384": "RSA",
               "PS512": "RSA", "ES256": "EC", "ES384": "EC", "ES512": "EC", "EdDSA": "OKP"}
-KEY_CLASSES = {"RSA": RSAKey, "EC": ECKey, "OKP": OKPKey}
+KEY_CLASSES: dict[str, Any] = {"RSA": RSAKey, "EC": ECKey, "OKP": OKPKey}
 # Where an issuer names no algorithm, RFC 9068 2.1's default and OpenID Connect's.
 DEFAULT_ALGORITHMS = frozenset({"RS256"})
 # Clocks of the issuer and of this server may disagree by this much (seconds) either way.

@@ -158,7 +158,7 @@ class Issuer:
     def signing_algorithms(self):
         """The JWS algorithms the issuer says it signs with, or None where it says none."""
         metadata = self.metadata or {}
-        named = []
+        named: list[str] = []
         for key in ("id_token_signing_alg_values_supported",
                     "authorization_signing_alg_values_supported",
                     "introspection_signing_alg_values_supported"):
@@ -196,6 +196,9 @@ class Issuer:
     def _refresh(self):
         """Fetch the key set (the caller holds the lock, or is start)."""
         self._keys_fetched = self._clock()
+        if self.metadata is None:
+            raise KeysUnavailable("the issuer's metadata was not read, so its key set is not "
+                                  "known")
         uri = self.metadata["jwks_uri"]
         try:
             document, headers = self._fetch(uri)

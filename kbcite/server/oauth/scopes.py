@@ -27,7 +27,7 @@ def scope(kb_id, right):
 
 def rights(scopes):
     """``{knowledge_base_id: set of rights}`` that ``scopes`` give; other scopes ignored."""
-    found = {}
+    found: dict[str, set[str]] = {}
     for word in scopes:
         match = SCOPE.match(word)
         if match:
