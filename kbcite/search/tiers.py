@@ -109,6 +109,163 @@ def _whole_lists_decide(db, kb, prefix, needles, limit, scored, gather):
     return False
 
 
+class Gathering:
+    """One search's candidates, as the index queries of its tier find them: each scored once
+    (``scored``: pk to its sort key, ``(not named, tier, -score, pk, body bits)``), and the
+    work counted in ``work``."""
+
+    def __init__(self, db, kb, terms, stats, limit, work):
+        self.db, self.kb, self.terms, self.limit, self.work = db, kb, terms, limit, work
+        self.counts = stats["counts"]
+        self.stats = stats
+        self.tiered = len(terms) <= TIERED_TERMS_MAX
+        self.exact = stats["exact"]
+        self.cap = max(CANDIDATES_PER_QUERY, limit)
+        self.scored: dict[int, tuple[bool, int, float, int, Any]] = {}
+        self.needles = score_needles(terms, stats)
+        self.rarest_first = _rarest(terms, self.counts)
+
+    def gather(self, lists, docs=None):
+        """Score the articles these index queries found that are not scored yet (their
+        stored tokens came with them, or are read now)."""
+        self.work["queries"] += len(lists)
+        new = sorted({pk for pks in lists for pk in pks} - set(self.scored))
+        if not new:
+            return
+        rows = [docs[pk] for pk in new] if docs is not None else self.db.search.docs(new)
+        exact, terms = self.exact, self.terms
+        for row in rows:
+            held, value, in_body = score(row, self.needles, self.stats)
+            title = row["title_terms"]
+            # A title the query names holds the query's first word: most titles do not, and
+            # are told so without splitting them again.
+            named = (not exact or exact[0] in title) and content_words(title.split()) == exact
+            tier = min(len(terms) - held, 2) if self.tiered else 0
+            # (The pk ends the order: the bits after it never decide it.)
+            self.scored[row["pk"]] = (not named, tier, -value, row["pk"], in_body)
+        self.work["scored"] += len(new)
+
+    def enough(self, tier):
+        """Whether the hits in ``tier`` or above fill the places."""
+        return sum(1 for key in self.scored.values() if key[1] <= tier) >= self.limit
+
+    def ask(self, queries):
+        """Each query's articles, where fewer than the cap hold it; else the first by ID and,
+        since the title weighs most, those holding its words in their title. Whether any
+        query reached the cap."""
+        db, kb, cap = self.db, self.kb, self.cap
+        found, docs = db.match_docs(kb["pk"], queries, cap)
+        full = [(q[0], True, q[2]) for q, pks in zip(queries, found) if len(pks) >= cap]
+        if full:
+            more, more_docs = db.match_docs(kb["pk"], full, cap)
+            found += more
+            docs.update(more_docs)
+        self.gather(found, docs)
+        return bool(full)
+
+    def best(self):
+        """The sort keys of the hits, best first, the places' worth."""
+        return sorted(self.scored.values())[:self.limit]
+
+
+def _question(g):
+    """A question (more than ``TIERED_TERMS_MAX`` words), ranked by score alone: the rarer
+    words' articles whole, up to the budget, and the shortest titles holding each word (where
+    a title the question names is); where no word's articles fit the budget, the articles
+    holding the rarest few."""
+    db, kb, counts, rarest_first, limit = g.db, g.kb, g.counts, g.rarest_first, g.limit
+    prefix, proof, total = [], [], 0
+    for term in rarest_first:
+        total += sum(counts[term])
+        if total <= QUESTION_CANDIDATES:
+            prefix.append(term)
+        if total > QUESTION_PROOF_CANDIDATES:
+            break
+        proof.append(term)
+    if prefix and not _whole_lists_decide(db, kb, proof, g.needles, limit, g.scored,
+                                          g.gather):
+        # And the articles holding every word (of the rarest ten), anywhere and in the
+        # title: where a title the question is, and the runners-up of a long title's
+        # search. (The rarer words' lists were read whole above.)
+        every = rarest_first[:QUESTION_EVERY_TERMS]
+        g.gather(*db.match_docs(kb["pk"], [(every, False, 0), (every, True, 0)],
+                                QUESTION_CANDIDATES))
+        g.gather(db.search.title_candidates(kb["pk"], rarest_first, limit))
+        return
+    _common_question(g)
+
+
+def _common_question(g):
+    """A question of common words only: the titles holding the rarest few title words, then,
+    for places left, the articles holding the rarest few anywhere, stand in for those
+    holding every word (which they hold, unless more articles hold the few than a question
+    gathers: then those are asked on their own)."""
+    db, kb, counts, rarest_first, limit = g.db, g.kb, g.counts, g.rarest_first, g.limit
+    titled = sorted((t for t in g.terms if counts[t][0]), key=lambda t: counts[t][0])
+    steps = [(titled, True)] if titled else []
+    steps.append((rarest_first, False))
+    for n, (words, title) in enumerate(steps):
+        if n and len(g.scored) >= limit:
+            break
+        few = words[:QUESTION_TITLE_TERMS if title else QUESTION_ANYWHERE_TERMS]
+        found, docs = db.match_docs(kb["pk"], [(few, title, 0)], QUESTION_CANDIDATES)
+        g.gather(found, docs)
+        if len(found[0]) >= QUESTION_CANDIDATES:
+            g.gather(*db.match_docs(kb["pk"], [(words[:QUESTION_EVERY_TERMS], title, 0)],
+                                    QUESTION_CANDIDATES))
+    if len(g.scored) < limit:
+        # Those are the best a question of common words has: a title holding one common
+        # word seldom outranks them (at 100,000 articles of the bench corpus, 2 of the
+        # exhaustive ranking's 1,000 places), so the shortest titles holding the rarest word
+        # (the best a single common word gives) only fill the places left, then, only if
+        # still short, each word's first articles, rarest first. (Each word's first
+        # ``limit``: fewer than ``limit`` are scored, so a word held by ``limit`` articles
+        # has enough not scored yet to fill the places.)
+        g.gather(db.search.title_candidates(kb["pk"], rarest_first[:1], limit))
+        if len(g.scored) < limit:
+            g.gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first], limit))
+
+
+def _one_word(g):
+    """One word: the shortest titles holding it, and the first articles holding it."""
+    g.gather(g.db.search.title_candidates(g.kb["pk"], g.terms, g.cap)
+             + g.db.match(g.kb["pk"], [(g.terms, False, 0)], g.cap))
+
+
+def _two_words(g):
+    """Two words: many articles hold both, and all but one is either word."""
+    g.ask([(g.terms, False, 0)])
+    if not g.enough(0):
+        g.ask([(g.terms, False, 1)])
+
+
+def _some_words(g):
+    """Three words or more: the all-but-one query holds the every-word tier too, so one query
+    gathers both tiers whole whenever it stays under the cap; only when it reaches the cap is
+    the every-word tier asked on its own. The any-word tier fills the places left."""
+    if g.ask([(g.terms, False, 1)]):
+        g.ask([(g.terms, False, 0)])
+    if g.enough(1):
+        return
+    # For each word, as many of the articles with the shortest titles holding it (its best
+    # title scores), then, only if still short, the first articles holding it anywhere.
+    # Asking for as many more as are already scored keeps those from using up the places.
+    db, kb, scored, limit = g.db, g.kb, g.scored, g.limit
+    short = limit - sum(1 for key in scored.values() if key[1] <= 1)
+    g.gather(db.search.title_candidates(kb["pk"], g.rarest_first,
+                                        min(g.cap, short + len(scored))))
+    if len(scored) < limit:
+        g.gather(db.match(kb["pk"], [([t], False, 0) for t in g.rarest_first],
+                          min(g.cap, short + len(scored))))
+
+
+def _shape(terms):
+    """How a query of these terms gathers its candidates (its tiers)."""
+    if len(terms) > TIERED_TERMS_MAX:
+        return _question
+    return {1: _one_word, 2: _two_words}.get(len(terms), _some_words)
+
+
 def ranked(db, kb, text, limit, work):
     """The pks of a query's top hits, best first, the terms they were ranked by, and for each
     hit the bits of the terms its body holds (``1 << the term's place``: ``score``'s).
@@ -125,123 +282,9 @@ def ranked(db, kb, text, limit, work):
     work.update(terms=terms, queries=0, scored=0, snippet_chars=0)
     if not terms:
         return [], terms, {}
-    counts = stats["counts"]
-    tiered = len(terms) <= TIERED_TERMS_MAX
-    exact = stats["exact"]
-    cap = max(CANDIDATES_PER_QUERY, limit)
-    scored: dict[int, tuple[bool, int, float, int, Any]] = {}
-    needles = score_needles(terms, stats)
-
-    def gather(lists, docs=None):
-        # Score the articles these index queries found that are not scored yet (their
-        # stored tokens came with them, or are read now).
-        work["queries"] += len(lists)
-        new = sorted({pk for pks in lists for pk in pks} - set(scored))
-        if new:
-            rows = [docs[pk] for pk in new] if docs is not None else db.search.docs(new)
-            for row in rows:
-                held, value, in_body = score(row, needles, stats)
-                title = row["title_terms"]
-                # A title the query names holds the query's first word: most titles do not,
-                # and are told so without splitting them again.
-                named = (not exact or exact[0] in title) and content_words(title.split()) == exact
-                tier = min(len(terms) - held, 2) if tiered else 0
-                # (The pk ends the order: the bits after it never decide it.)
-                scored[row["pk"]] = (not named, tier, -value, row["pk"], in_body)
-            work["scored"] += len(new)
-
-    def enough(tier):
-        return sum(1 for key in scored.values() if key[1] <= tier) >= limit
-
-    def ask(queries):
-        # Each query's articles, where fewer than the cap hold it; else the first by ID
-        # and, since the title weighs most, those holding its words in their title.
-        # Whether any query reached the cap.
-        found, docs = db.match_docs(kb["pk"], queries, cap)
-        full = [(q[0], True, q[2]) for q, pks in zip(queries, found) if len(pks) >= cap]
-        if full:
-            more, more_docs = db.match_docs(kb["pk"], full, cap)
-            found += more
-            docs.update(more_docs)
-        gather(found, docs)
-        return bool(full)
-
-    rarest_first = _rarest(terms, counts)
-    if not tiered:
-        # A question: the rarer words' articles whole, up to the budget, and the shortest
-        # titles holding each word (where a title the question names is); where no word's
-        # articles fit the budget, the articles holding the rarest few (below).
-        prefix, proof, total = [], [], 0
-        for term in rarest_first:
-            total += sum(counts[term])
-            if total <= QUESTION_CANDIDATES:
-                prefix.append(term)
-            if total > QUESTION_PROOF_CANDIDATES:
-                break
-            proof.append(term)
-        if prefix and not _whole_lists_decide(db, kb, proof, needles, limit, scored, gather):
-            # And the articles holding every word (of the rarest ten), anywhere and in the
-            # title: where a title the question is, and the runners-up of a long title's
-            # search. (The rarer words' lists were read whole above.)
-            every = rarest_first[:QUESTION_EVERY_TERMS]
-            gather(*db.match_docs(kb["pk"], [(every, False, 0), (every, True, 0)],
-                                  QUESTION_CANDIDATES))
-            gather(db.search.title_candidates(kb["pk"], rarest_first, limit))
-        else:
-            # Every word common: the titles holding the rarest few title words, then, for
-            # places left, the articles holding the rarest few anywhere, stand in for those
-            # holding every word (which they hold, unless more articles hold the few than a
-            # question gathers: then those are asked on their own).
-            titled = sorted((t for t in terms if counts[t][0]), key=lambda t: counts[t][0])
-            steps = [(titled, True)] if titled else []
-            steps.append((rarest_first, False))
-            for n, (words, title) in enumerate(steps):
-                if n and len(scored) >= limit:
-                    break
-                few = words[:QUESTION_TITLE_TERMS if title else QUESTION_ANYWHERE_TERMS]
-                found, docs = db.match_docs(kb["pk"], [(few, title, 0)], QUESTION_CANDIDATES)
-                gather(found, docs)
-                if len(found[0]) >= QUESTION_CANDIDATES:
-                    gather(*db.match_docs(kb["pk"], [(words[:QUESTION_EVERY_TERMS], title, 0)],
-                                          QUESTION_CANDIDATES))
-            if len(scored) < limit:
-                # Those are the best a question of common words has: a title holding one
-                # common word seldom outranks them (at 100,000 articles of the bench corpus,
-                # 2 of the exhaustive ranking's 1,000 places), so the shortest titles holding
-                # the rarest word (the best a single common word gives) only fill the places
-                # left, then, only if still short, each word's first articles, rarest first.
-                # (Each word's first ``limit``: fewer than ``limit`` are scored, so a word
-                # held by ``limit`` articles has enough not scored yet to fill the places.)
-                gather(db.search.title_candidates(kb["pk"], rarest_first[:1], limit))
-                if len(scored) < limit:
-                    gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first],
-                                    limit))
-    elif len(terms) == 1:
-        gather(db.search.title_candidates(kb["pk"], terms, cap)
-               + db.match(kb["pk"], [(terms, False, 0)], cap))
-    elif len(terms) == 2:
-        # Two words: many articles hold both, and all but one is either word.
-        ask([(terms, False, 0)])
-        if not enough(0):
-            ask([(terms, False, 1)])
-    else:
-        # Three words or more: the all-but-one query holds the every-word tier too, so
-        # one query gathers both tiers whole whenever it stays under the cap; only when
-        # it reaches the cap is the every-word tier asked on its own.
-        if ask([(terms, False, 1)]):
-            ask([(terms, False, 0)])
-        if not enough(1):
-            # The any-word tier fills the places left: for each word, as many of the
-            # articles with the shortest titles holding it (its best title scores), then,
-            # only if still short, the first articles holding it anywhere. Asking for as
-            # many more as are already scored keeps those from using up the places.
-            short = limit - sum(1 for key in scored.values() if key[1] <= 1)
-            gather(db.search.title_candidates(kb["pk"], rarest_first,
-                                       min(cap, short + len(scored))))
-            if len(scored) < limit:
-                gather(db.match(kb["pk"], [([t], False, 0) for t in rarest_first],
-                                min(cap, short + len(scored))))
-    best = sorted(scored.values())[:limit]
+    gathering = Gathering(db, kb, terms, stats, limit, work)
+    _shape(terms)(gathering)
+    best = gathering.best()
     # The hits whose title is the query, first of all (the fusion keeps them first).
     work["named"] = [key[3] for key in best if not key[0]]
     return [key[3] for key in best], terms, {key[3]: key[4] for key in best}
