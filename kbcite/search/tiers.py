@@ -182,8 +182,9 @@ def _question(g):
         if total > QUESTION_PROOF_CANDIDATES:
             break
         proof.append(term)
-    if prefix and not _whole_lists_decide(db, kb, proof, g.needles, limit, g.scored,
-                                          g.gather):
+    if prefix:
+        if _whole_lists_decide(db, kb, proof, g.needles, limit, g.scored, g.gather):
+            return  # proven: nothing else is asked
         # And the articles holding every word (of the rarest ten), anywhere and in the
         # title: where a title the question is, and the runners-up of a long title's
         # search. (The rarer words' lists were read whole above.)
