@@ -11,6 +11,8 @@ its version, every one its events (``kbcite.proposals.audit``).
 Each finding is one line naming the knowledge base; none means consistent.
 """
 
+from dataclasses import dataclass
+
 from . import proposals, validation
 from .limits import EVENT_DELETED, EVENT_UNPUBLISHED, PROPOSAL_EVENTS, TITLE_MAX
 from .search.ranking import SearchDoc, presence_totals
@@ -89,82 +91,154 @@ def past_limits(name, article_id, version):
     return found
 
 
-def audit_kb(db, kb):
-    """Problems of one knowledge base: its event log, its articles' last events, its counts,
-    its search statistics and indexes."""
-    name, problems = kb["kb_id"], []
-    head = kb["head_sequence"]
-    seqs = db.audit.sequences(kb["pk"])
-    if seqs != list(range(1, head + 1)):
-        missing = sorted(set(range(1, head + 1)) - set(seqs))
-        extra = [s for s in seqs if not 1 <= s <= head]
-        problems.append(
-            "knowledge base %r: event log damaged: head %d, missing sequence(s) %s%s"
-            % (name, head, ", ".join(map(str, missing[:10])) or "none",
-               "; beyond the head: %s" % ", ".join(map(str, extra[:10])) if extra else ""))
-    last = db.audit.last_events(kb["pk"])
-    published = []
+@dataclass
+class KnowledgeBaseState:
+    """What one knowledge base's invariants are checked against, read once: its stored
+    articles, their last events, the published ones' pks, and its search statistics (each
+    stored row parsed)."""
+
+    kb: dict
+    articles: list
+    last: dict
+    published: list
+    docs: list
+    parsed: list
+    titles: list
+    terms: dict
+
+    @property
+    def name(self) -> str:
+        return self.kb["kb_id"]
+
+
+def _state(db, kb, problems):
+    """Read a knowledge base's state for its checks (a search row that cannot be read is a
+    problem, and is checked as an empty one)."""
     stored = db.audit.articles(kb["pk"])
-    present = {art["article_id"] for art in stored}
-    for article_id, ev in sorted(last.items()):
-        # An article no longer stored was deleted: agents last saw it withdrawn or deleted.
-        if article_id not in present and ev["type"] not in (EVENT_DELETED, EVENT_UNPUBLISHED):
-            problems.append("article %r of %r is gone from the store, but its last event is %s"
-                            % (article_id, name, ev["type"]))
-    for art in stored:
-        ev = last.get(art["article_id"])
-        if art["published"]:
-            published.append(art["pk"])
-            if ev is None or ev["updated_at"] != art["updated_at"] or \
-                    ev["type"] in (EVENT_UNPUBLISHED, EVENT_DELETED):
-                problems.append("article %r of %r: updated_at %s but last event %s"
-                                % (art["article_id"], name, art["updated_at"], ev))
-        elif ev is not None and ev["type"] != EVENT_UNPUBLISHED:
-            problems.append("draft %r of %r: last event is %s"
-                            % (art["article_id"], name, ev["type"]))
-    if kb["published_count"] != len(published):
-        problems.append("knowledge base %r: counts %d published, holds %d"
-                        % (name, kb["published_count"], len(published)))
     docs, titles, terms, names = db.audit.search(kb["pk"])
-    if [d["pk"] for d in docs] != published:
-        problems.append("knowledge base %r: search statistics for %d articles, %d published"
-                        % (name, len(docs), len(published)))
     parsed = []
     for d in docs:
         try:
             parsed.append(SearchDoc.stored(d, names))
         except (KeyError, ValueError) as exc:
             problems.append("knowledge base %r: the search statistics of article pk %d cannot "
-                            "be read (%s: %s)" % (name, d["pk"], type(exc).__name__, exc))
+                            "be read (%s: %s)" % (kb["kb_id"], d["pk"], type(exc).__name__, exc))
             parsed.append(SearchDoc(tuple(d["title_terms"].split()), {}, d["title_len"],
                                     d["body_len"]))
-    # An article without a single word (a title of "!!!", a body of "...") has nothing
-    # in an index to find it by: the indexes hold the published articles that have words.
-    worded = [d["pk"] for d, doc in zip(docs, parsed) if doc.title_tokens or doc.body_counts]
-    indexed = db.indexed_pks(kb["pk"])
+    return KnowledgeBaseState(kb, stored, db.audit.last_events(kb["pk"]),
+                              [art["pk"] for art in stored if art["published"]], docs, parsed,
+                              titles, terms)
+
+
+def gapless_log(db, st):
+    """The event log holds every sequence from 1 to the head, and nothing beyond it."""
+    head = st.kb["head_sequence"]
+    seqs = db.audit.sequences(st.kb["pk"])
+    if seqs == list(range(1, head + 1)):
+        return []
+    missing = sorted(set(range(1, head + 1)) - set(seqs))
+    extra = [s for s in seqs if not 1 <= s <= head]
+    return ["knowledge base %r: event log damaged: head %d, missing sequence(s) %s%s"
+            % (st.name, head, ", ".join(map(str, missing[:10])) or "none",
+               "; beyond the head: %s" % ", ".join(map(str, extra[:10])) if extra else "")]
+
+
+def last_events(db, st):
+    """Each article's last event is what agents last saw of it: a published one's its
+    version, a draft's none but an unpublish, a deleted one's a withdrawal."""
+    problems = []
+    present = {art["article_id"] for art in st.articles}
+    for article_id, ev in sorted(st.last.items()):
+        # An article no longer stored was deleted: agents last saw it withdrawn or deleted.
+        if article_id not in present and ev["type"] not in (EVENT_DELETED, EVENT_UNPUBLISHED):
+            problems.append("article %r of %r is gone from the store, but its last event is %s"
+                            % (article_id, st.name, ev["type"]))
+    for art in st.articles:
+        ev = st.last.get(art["article_id"])
+        if art["published"]:
+            if ev is None or ev["updated_at"] != art["updated_at"] or \
+                    ev["type"] in (EVENT_UNPUBLISHED, EVENT_DELETED):
+                problems.append("article %r of %r: updated_at %s but last event %s"
+                                % (art["article_id"], st.name, art["updated_at"], ev))
+        elif ev is not None and ev["type"] != EVENT_UNPUBLISHED:
+            problems.append("draft %r of %r: last event is %s"
+                            % (art["article_id"], st.name, ev["type"]))
+    return problems
+
+
+def published_count(db, st):
+    """The knowledge base's count of published articles is theirs."""
+    if st.kb["published_count"] == len(st.published):
+        return []
+    return ["knowledge base %r: counts %d published, holds %d"
+            % (st.name, st.kb["published_count"], len(st.published))]
+
+
+def search_statistics(db, st):
+    """The search statistics are the published articles', their token totals and title terms
+    theirs."""
+    problems = []
+    if [d["pk"] for d in st.docs] != st.published:
+        problems.append("knowledge base %r: search statistics for %d articles, %d published"
+                        % (st.name, len(st.docs), len(st.published)))
+    if (sum(d.title_len for d in st.parsed), sum(d.body_len for d in st.parsed)) != \
+            (st.kb["title_tokens"], st.kb["body_tokens"]):
+        problems.append("knowledge base %r: token totals differ from its articles'" % st.name)
+    expected_titles = sorted((row["pk"], term, d.title_len)
+                             for row, d in zip(st.docs, st.parsed)
+                             for term in set(d.title_tokens))
+    if sorted((t["pk"], t["term"], t["title_len"]) for t in st.titles) != expected_titles:
+        problems.append("knowledge base %r: title terms differ from its articles'" % st.name)
+    return problems
+
+
+def indexes(db, st):
+    """The full-text indexes hold the published articles that have words (an article
+    without a single word, a title of "!!!", has nothing an index could find it by)."""
+    problems = []
+    worded = [d["pk"] for d, doc in zip(st.docs, st.parsed)
+              if doc.title_tokens or doc.body_counts]
+    indexed = db.indexed_pks(st.kb["pk"])
     if indexed != worded:
         problems.append("knowledge base %r: %d indexed, %d published with words to index"
-                        % (name, len(indexed), len(worded)))
-    titled = [d["pk"] for d, doc in zip(docs, parsed) if doc.title_tokens]
-    if db.title_indexed_pks(kb["pk"]) != titled:
+                        % (st.name, len(indexed), len(worded)))
+    titled = [d["pk"] for d, doc in zip(st.docs, st.parsed) if doc.title_tokens]
+    if db.title_indexed_pks(st.kb["pk"]) != titled:
         problems.append("knowledge base %r: the index of titles differs from its articles' "
-                        "titles" % name)
-    if (sum(d.title_len for d in parsed), sum(d.body_len for d in parsed)) != \
-            (kb["title_tokens"], kb["body_tokens"]):
-        problems.append("knowledge base %r: token totals differ from its articles'" % name)
-    expected_titles = sorted((row["pk"], term, d.title_len)
-                             for row, d in zip(docs, parsed) for term in set(d.title_tokens))
-    if sorted((t["pk"], t["term"], t["title_len"]) for t in titles) != expected_titles:
-        problems.append("knowledge base %r: title terms differ from its articles'" % name)
-    expected_terms = presence_totals(parsed)
-    if terms != expected_terms:
-        wrong = sorted(set(terms.items()) ^ set(expected_terms.items()))[:3]
-        problems.append("knowledge base %r: term counts differ from its articles' (%s)"
-                        % (name, wrong))
-    # A vector is of a published article's current version, or there is none (the semantic
-    # half: an article written without the model is found lexically until kb reindex).
-    stray = sorted(set(db.vectors.pks(kb["pk"])) - set(published))
-    if stray:
-        problems.append("knowledge base %r: %d vector(s) of articles not published (pk %s); "
-                        "kb reindex %s embeds it anew" % (name, len(stray), stray[0], name))
+                        "titles" % st.name)
+    return problems
+
+
+def term_counts(db, st):
+    """Each term's article counts (BM25's document frequencies) are the articles' own."""
+    expected = presence_totals(st.parsed)
+    if st.terms == expected:
+        return []
+    wrong = sorted(set(st.terms.items()) ^ set(expected.items()))[:3]
+    return ["knowledge base %r: term counts differ from its articles' (%s)" % (st.name, wrong)]
+
+
+def vectors(db, st):
+    """A vector is of a published article's current version, or there is none (the semantic
+    half: an article written without the model is found lexically until kb reindex)."""
+    stray = sorted(set(db.vectors.pks(st.kb["pk"])) - set(st.published))
+    if not stray:
+        return []
+    return ["knowledge base %r: %d vector(s) of articles not published (pk %s); kb reindex %s "
+            "embeds it anew" % (st.name, len(stray), stray[0], st.name)]
+
+
+# The invariants of a knowledge base, each a function of the engine and its state, in the
+# order their findings are listed.
+KB_CHECKS = (gapless_log, last_events, published_count, search_statistics, indexes,
+             term_counts, vectors)
+
+
+def audit_kb(db, kb):
+    """Problems of one knowledge base: its event log, its articles' last events, its counts,
+    its search statistics and indexes (``KB_CHECKS``)."""
+    problems: list[str] = []
+    st = _state(db, kb, problems)
+    for check in KB_CHECKS:
+        problems += check(db, st)
     return problems
