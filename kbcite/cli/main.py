@@ -33,28 +33,13 @@ from .messages import (
     person_message,
 )
 from .output import print_json
-from .parser import build_parser, parse
+from .parser import COMMAND_TABLE, build_parser, parse
 
-# Each command's module beside this one and its function: imported when that command runs,
-# so ``kb --help`` and a usage error load neither the store nor the other commands.
-COMMANDS: dict[str, Optional[tuple[str, str]]] = {
-    "init": ("admin", "cmd_init"), "knowledge-bases": ("admin", "cmd_knowledge_bases"),
-    "add": ("articles", "cmd_add"), "save": ("articles", "cmd_save"),
-    "publish": ("articles", "cmd_publish"), "unpublish": ("articles", "cmd_unpublish"),
-    "list": ("articles", "cmd_list"), "search": ("articles", "cmd_search"),
-    "read": ("articles", "cmd_read"), "edit": ("articles", "cmd_edit"),
-    "events": ("articles", "cmd_events"), "import": ("folders", "cmd_import"),
-    "audit": ("admin", "cmd_audit"), "reindex": ("admin", "cmd_reindex"),
-    "token": ("admin", "cmd_token"), "grant": ("admin", "cmd_grant"),
-    "history": ("history", "cmd_history"), "merge": ("merge", "cmd_merge"),
-    "diff": ("history", "cmd_diff"), "revert": ("history", "cmd_revert"),
-    "delete": ("articles", "cmd_delete"), "export": ("folders", "cmd_export"),
-    "dump": ("admin", "cmd_dump"), "restore": ("admin", "cmd_restore"),
-    "review": ("review", "cmd_review"),
-    "upgrade": None,  # upgrade opens the store its own way (main)
-    "completion": None,  # completion needs no store
-    "serve": None,  # the server opens the store itself
-}
+# Each command's module beside this one and its function (``parser.COMMAND_TABLE``): imported
+# when that command runs, so ``kb --help`` and a usage error load neither the store nor the
+# other commands. None: main runs it itself (upgrade opens the store its own way, completion
+# needs none, the server opens it itself).
+COMMANDS: dict[str, Optional[tuple[str, str]]] = {c.name: c.runs for c in COMMAND_TABLE}
 
 
 def command(name):

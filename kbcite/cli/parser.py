@@ -3,6 +3,8 @@
 import argparse
 import getpass
 import os
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from .. import __version__
 from ..limits import SCHEMA_VERSION, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX
@@ -29,71 +31,67 @@ def named(text):
     return text
 
 
-# -- the parser --------------------------------------------------------------------------------
+# -- arguments several commands take ------------------------------------------------------------
 
 
-def build_parser():
-    """The command line: global options, then one subcommand with its own."""
-    common = argparse.ArgumentParser(add_help=False)
-    # SUPPRESS: given after the subcommand it overrides the one given before, never erases it.
-    common.add_argument("--db", metavar="PATH", type=named, default=argparse.SUPPRESS,
-                        help="the store file (default: $KB_DB)")
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print JSON (what the tools return) instead of a table")
-    common.add_argument("--actor", metavar="NAME", default=argparse.SUPPRESS,
-                        help="who the history says made this command's changes (default: "
-                             "$USER)")
-    parser = argparse.ArgumentParser(
-        prog=PROG, parents=[common],
-        description="Administer a knowledge-base store whose citations are version stamps.",
-        epilog="Exit status: 0 done, 1 error, 2 usage, 3 conflict. The store is --db PATH or "
-               "$KB_DB; every command also takes --db and --json after its name.")
-    parser.add_argument("--version", action="version", version="%s %s (store schema %d)"
-                        % (PROG, __version__, SCHEMA_VERSION))
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                help="what to do; kb COMMAND --help tells more")
-    sub.required = True
+def kb_arg(p):
+    p.add_argument("kb", metavar="KB", help="the knowledge base's ID")
 
-    def command(name, help_text, aliases=()):
-        return sub.add_parser(name, parents=[common], help=help_text, description=help_text,
-                              aliases=list(aliases))
 
-    def kb_arg(p):
-        p.add_argument("kb", metavar="KB", help="the knowledge base's ID")
+def article_arg(p):
+    p.add_argument("article", metavar="ARTICLE", help="an article ID, e.g. art-000001")
 
-    def article_arg(p):
-        p.add_argument("article", metavar="ARTICLE", help="an article ID, e.g. art-000001")
 
-    def summary_arg(p):
-        p.add_argument("--summary", metavar="TEXT",
-                       help="why, in a line, for the article's history")
+def summary_arg(p):
+    p.add_argument("--summary", metavar="TEXT", help="why, in a line, for the article's history")
 
-    def listing_args(p, what):
-        p.add_argument("--format", choices=FORMATS, default=None,
-                       help="print %s as a table (default), JSON records, CSV or TSV" % what)
-        p.add_argument("--fields", metavar="F,F",
-                       help="only these fields, in this order (the names --format json shows)")
 
-    def raw_arg(p):
-        p.add_argument("--raw", action="store_true",
-                       help="--file: take the file as the content, as it is (default: as "
-                            "import reads Markdown: front matter and a # heading give the "
-                            "title)")
+def listing_args(p, what):
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="print %s as a table (default), JSON records, CSV or TSV" % what)
+    p.add_argument("--fields", metavar="F,F",
+                   help="only these fields, in this order (the names --format json shows)")
 
-    def content_args(p, what):
-        text = p.add_mutually_exclusive_group()
-        text.add_argument("--file", metavar="F", type=named,
-                          help="read %s from the UTF-8 file F (- for standard input)" % what)
-        text.add_argument("--content", metavar="TEXT", help="%s itself" % what)
 
-    p = command("init", "create a knowledge base (and the store file, if it is new)")
+def raw_arg(p):
+    p.add_argument("--raw", action="store_true",
+                   help="--file: take the file as the content, as it is (default: as import "
+                        "reads Markdown: front matter and a # heading give the title)")
+
+
+def content_args(p, what):
+    text = p.add_mutually_exclusive_group()
+    text.add_argument("--file", metavar="F", type=named,
+                      help="read %s from the UTF-8 file F (- for standard input)" % what)
+    text.add_argument("--content", metavar="TEXT", help="%s itself" % what)
+
+
+# -- each command's arguments ---------------------------------------------------------------------
+
+
+def _nothing(p, common):
+    """A command with no arguments of its own."""
+
+
+def _article(p, common):
+    """``kb publish`` and ``kb unpublish``: a knowledge base and an article."""
+    kb_arg(p)
+    article_arg(p)
+
+
+def _init(p, common):
+    """``kb init``'s arguments."""
     kb_arg(p)
     p.add_argument("--name", help="a display name for the knowledge base")
 
-    p = command("knowledge-bases", "list the store's knowledge bases", aliases=["kbs"])
+
+def _knowledge_bases(p, common):
+    """``kb knowledge-bases``'s arguments."""
     listing_args(p, "the knowledge bases")
 
-    p = command("add", "add an article (content from --file, --content or standard input)")
+
+def _add(p, common):
+    """``kb add``'s arguments."""
     kb_arg(p)
     p.add_argument("--title", help="the article's title (default, with --file: the file's, "
                                    "as import reads it)")
@@ -101,7 +99,9 @@ def build_parser():
     raw_arg(p)
     p.add_argument("--draft", action="store_true", help="add it unpublished")
 
-    p = command("save", "a person's save of an article (last writer wins)")
+
+def _save(p, common):
+    """``kb save``'s arguments."""
     kb_arg(p)
     article_arg(p)
     p.add_argument("--title", help="a new title (default: keep it, or the file's)")
@@ -109,23 +109,22 @@ def build_parser():
     raw_arg(p)
     summary_arg(p)
 
-    for name, text in (("publish", "make an article visible to agents"),
-                       ("unpublish", "hide an article from agents (its text is kept)")):
-        p = command(name, text)
-        kb_arg(p)
-        article_arg(p)
 
-    p = command("list", "list every article of a knowledge base, drafts included")
+def _list(p, common):
+    """``kb list``'s arguments."""
     kb_arg(p)
     listing_args(p, "the articles")
 
-    p = command("delete", "delete an article for good, its text and history (needs --yes; "
-                          "unpublish only hides it)")
+
+def _delete(p, common):
+    """``kb delete``'s arguments."""
     kb_arg(p)
     article_arg(p)
     p.add_argument("--yes", action="store_true", help="delete it: there is no undo")
 
-    p = command("search", "search the published articles, as an agent's search does")
+
+def _search(p, common):
+    """``kb search``'s arguments."""
     kb_arg(p)
     p.add_argument("query", metavar="QUERY", help="words to look for (2-200 characters)")
     p.add_argument("--limit", type=int, metavar="N",
@@ -133,12 +132,15 @@ def build_parser():
                                                           SEARCH_LIMIT_DEFAULT))
     listing_args(p, "the hits")
 
-    p = command("read", "read a published article and its citation, as an agent's read does")
+
+def _read(p, common):
+    """``kb read``'s arguments."""
     kb_arg(p)
     article_arg(p)
 
-    p = command("edit", "edit an article as an agent does: only if it is still at "
-                        "--expected-version (exit 3 if not)")
+
+def _edit(p, common):
+    """``kb edit``'s arguments."""
     kb_arg(p)
     article_arg(p)
     p.add_argument("--expected-version", required=True, metavar="V",
@@ -151,8 +153,9 @@ def build_parser():
                         "nothing (default: a new random key)")
     summary_arg(p)
 
-    p = command("history", "an article's versions: time, how, who, the event, size, summary "
-                           "(or: history prune KB --keep-days N)")
+
+def _history(p, common):
+    """``kb history``'s arguments."""
     p.add_argument("kb", metavar="KB", help="the knowledge base's ID (or the word prune)")
     p.add_argument("article", metavar="ARTICLE",
                    help="an article ID (or, after prune, the knowledge base's ID)")
@@ -163,7 +166,9 @@ def build_parser():
                    help="history prune: do it (without --yes it says what it would prune)")
     listing_args(p, "the versions")
 
-    p = command("diff", "a unified diff between two versions of an article")
+
+def _diff(p, common):
+    """``kb diff``'s arguments."""
     kb_arg(p)
     article_arg(p)
     p.add_argument("--from", dest="from_", metavar="V",
@@ -173,9 +178,9 @@ def build_parser():
                    help="compare the article (at --to, default the current version) with the "
                         "Markdown file F, read as import reads it")
 
-    p = command("merge", "merge an article and a Markdown file from their common base: "
-                         "changes that do not overlap are written to both, those that do are "
-                         "marked in the file for you to resolve (exit 3)")
+
+def _merge(p, common):
+    """``kb merge``'s arguments."""
     kb_arg(p)
     article_arg(p)
     p.add_argument("--file", required=True, metavar="F", type=named,
@@ -199,8 +204,9 @@ def build_parser():
                    help="put F back as it was before a merge wrote conflict markers into it")
     summary_arg(p)
 
-    p = command("revert", "a new version holding an older version's title and content, only "
-                          "if the article is still at --expected-version (exit 3 if not)")
+
+def _revert(p, common):
+    """``kb revert``'s arguments."""
     kb_arg(p)
     article_arg(p)
     p.add_argument("--to", required=True, metavar="V", help="the version to bring back")
@@ -208,13 +214,17 @@ def build_parser():
                    help="the current version, as kb history shows it")
     summary_arg(p)
 
-    p = command("events", "print a knowledge base's event log")
+
+def _events(p, common):
+    """``kb events``'s arguments."""
     kb_arg(p)
     p.add_argument("--after", type=int, default=0, metavar="N",
                    help="only events after sequence N (default 0: all)")
     listing_args(p, "the events")
 
-    p = command("import", "sync a folder of Markdown files into a knowledge base")
+
+def _import(p, common):
+    """``kb import``'s arguments."""
     kb_arg(p)
     p.add_argument("directory", metavar="FOLDER", type=named,
                    help="the folder: every *.md and *.markdown below it, but dot-folders, "
@@ -233,8 +243,9 @@ def build_parser():
                         "it unpublishes more than half of the imported articles")
     listing_args(p, "the plan")
 
-    p = command("export", "write the articles to a folder as Markdown files, with front "
-                          "matter that import reads back")
+
+def _export(p, common):
+    """``kb export``'s arguments."""
     kb_arg(p)
     p.add_argument("directory", metavar="FOLDER", type=named, help="the folder (made if missing)")
     p.add_argument("--all", action="store_true", help="drafts too (published: false)")
@@ -254,25 +265,29 @@ def build_parser():
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     listing_args(p, "the plan")
 
-    p = command("dump", "write a knowledge base, IDs, versions, history and events, to one "
-                        "JSON file that kb restore reads back in any store")
+
+def _dump(p, common):
+    """``kb dump``'s arguments."""
     kb_arg(p)
     p.add_argument("file", metavar="FILE", type=named,
                    help="the dump to write (-: standard output)")
     p.add_argument("--yes", action="store_true", help="overwrite FILE if it is there")
 
-    p = command("restore", "make a knowledge base from a kb dump file, with its article IDs, "
-                           "versions, history and events")
+
+def _restore(p, common):
+    """``kb restore``'s arguments."""
     p.add_argument("file", metavar="FILE", type=named, help="the dump to read (-: standard input)")
     p.add_argument("--as", dest="as_kb", metavar="KB",
                    help="restore it under this ID (default: the ID it was dumped from)")
 
-    command("audit", "check the stored data for inconsistencies (exit 1 if any)")
 
-    p = command("reindex", "rebuild a knowledge base's search index from its articles")
+def _reindex(p, common):
+    """``kb reindex``'s arguments."""
     kb_arg(p)
 
-    p = command("token", "bearer tokens for kb-server --http: create, list, revoke, link")
+
+def _token(p, common):
+    """``kb token``'s arguments."""
     tokens = p.add_subparsers(dest="token_command", metavar="ACTION",
                               help="create NAME --grant KB..., list, revoke NAME, or link NAME")
     tokens.required = True
@@ -302,7 +317,10 @@ def build_parser():
     t.add_argument("--url", default="http://127.0.0.1:8765", metavar="URL",
                    help="the server's address as its people reach it "
                         "(default http://127.0.0.1:8765)")
-    p = command("grant", "what a team issuer's people and groups may do: add, list, remove")
+
+
+def _grant(p, common):
+    """``kb grant``'s arguments."""
     grants = p.add_subparsers(dest="grant_command", metavar="ACTION",
                               help="add, list, or remove (for kb-server --oauth-issuer)")
     grants.required = True
@@ -321,8 +339,10 @@ def build_parser():
     g = grants.add_parser("list", parents=[common], help="list the grants",
                           description="List the grants: kind, name, knowledge base, writes.")
     listing_args(g, "the grants")
-    p = command("review", "agents' proposed edits (writes mode review): list, show, approve, "
-                          "reject")
+
+
+def _review(p, common):
+    """``kb review``'s arguments."""
     reviews = p.add_subparsers(dest="review_command", metavar="ACTION",
                                help="list KB, show KB ID, approve KB ID, or reject KB ID --reason")
     reviews.required = True
@@ -350,15 +370,17 @@ def build_parser():
         elif name == "reject":
             r.add_argument("--reason", required=True, metavar="TEXT",
                            help="why, in a line: the agent reads it in the event log")
-    command("upgrade", "bring a store made by an older version up to this one's schema")
-    serve.add_parser(sub, common)
-    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
-                       description="Print a completion script: eval \"$(kb completion bash)\" "
-                                   "in ~/.bashrc, kb completion zsh > ~/.zfunc/_kb, or kb "
-                                   "completion fish > ~/.config/fish/completions/kb.fish; or "
-                                   "let --install put it there. Besides commands and options, "
-                                   "it completes knowledge-base and article IDs from the store "
-                                   "(--db on the line, else $KB_DB).")
+
+
+COMPLETION_DESCRIPTION = (
+    "Print a completion script: eval \"$(kb completion bash)\" in ~/.bashrc, kb completion zsh "
+    "> ~/.zfunc/_kb, or kb completion fish > ~/.config/fish/completions/kb.fish; or let "
+    "--install put it there. Besides commands and options, it completes knowledge-base and "
+    "article IDs from the store (--db on the line, else $KB_DB).")
+
+
+def _completion(p, common):
+    """``kb completion``'s arguments."""
     p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     p.add_argument("--install", action="store_true",
                    help="write the script where the shell looks for a user's completions "
@@ -366,6 +388,124 @@ def build_parser():
                         "~/.zfunc/_kb; fish: ~/.config/fish/completions/kb.fish) and say where")
     p.add_argument("--yes", action="store_true",
                    help="--install: replace a file there that holds another script")
+
+
+# -- the commands, as data --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of ``kb``: its name and one line of help, what adds its arguments, the
+    module and function that run it (None: ``main`` runs it itself), and where it differs
+    from the rest: aliases, a parser of its own making (``add``), a longer description, no
+    --db/--json/--actor of its own (``common``)."""
+
+    name: str
+    help: str
+    arguments: Optional[Callable[[argparse.ArgumentParser, argparse.ArgumentParser], None]]
+    runs: Optional[tuple[str, str]]
+    aliases: tuple[str, ...] = ()
+    add: Optional[Callable[[Any, argparse.ArgumentParser], Any]] = None
+    common: bool = True
+    description: Optional[str] = None
+
+
+COMMAND_TABLE = (
+    Command("init", "create a knowledge base (and the store file, if it is new)",
+            _init, ("admin", "cmd_init")),
+    Command("knowledge-bases", "list the store's knowledge bases",
+            _knowledge_bases, ("admin", "cmd_knowledge_bases"), aliases=("kbs",)),
+    Command("add", "add an article (content from --file, --content or standard input)",
+            _add, ("articles", "cmd_add")),
+    Command("save", "a person's save of an article (last writer wins)",
+            _save, ("articles", "cmd_save")),
+    Command("publish", "make an article visible to agents", _article, ("articles", "cmd_publish")),
+    Command("unpublish", "hide an article from agents (its text is kept)",
+            _article, ("articles", "cmd_unpublish")),
+    Command("list", "list every article of a knowledge base, drafts included",
+            _list, ("articles", "cmd_list")),
+    Command("delete", "delete an article for good, its text and history (needs --yes; unpublish "
+                      "only hides it)",
+            _delete, ("articles", "cmd_delete")),
+    Command("search", "search the published articles, as an agent's search does",
+            _search, ("articles", "cmd_search")),
+    Command("read", "read a published article and its citation, as an agent's read does",
+            _read, ("articles", "cmd_read")),
+    Command("edit", "edit an article as an agent does: only if it is still at --expected-version "
+                    "(exit 3 if not)",
+            _edit, ("articles", "cmd_edit")),
+    Command("history", "an article's versions: time, how, who, the event, size, summary (or: "
+                       "history prune KB --keep-days N)",
+            _history, ("history", "cmd_history")),
+    Command("diff", "a unified diff between two versions of an article",
+            _diff, ("history", "cmd_diff")),
+    Command("merge", "merge an article and a Markdown file from their common base: changes that "
+                     "do not overlap are written to both, those that do are marked in the file "
+                     "for you to resolve (exit 3)",
+            _merge, ("merge", "cmd_merge")),
+    Command("revert", "a new version holding an older version's title and content, only if the "
+                      "article is still at --expected-version (exit 3 if not)",
+            _revert, ("history", "cmd_revert")),
+    Command("events", "print a knowledge base's event log", _events, ("articles", "cmd_events")),
+    Command("import", "sync a folder of Markdown files into a knowledge base",
+            _import, ("folders", "cmd_import")),
+    Command("export", "write the articles to a folder as Markdown files, with front matter that "
+                      "import reads back",
+            _export, ("folders", "cmd_export")),
+    Command("dump", "write a knowledge base, IDs, versions, history and events, to one JSON file "
+                    "that kb restore reads back in any store",
+            _dump, ("admin", "cmd_dump")),
+    Command("restore", "make a knowledge base from a kb dump file, with its article IDs, "
+                       "versions, history and events",
+            _restore, ("admin", "cmd_restore")),
+    Command("audit", "check the stored data for inconsistencies (exit 1 if any)",
+            _nothing, ("admin", "cmd_audit")),
+    Command("reindex", "rebuild a knowledge base's search index from its articles",
+            _reindex, ("admin", "cmd_reindex")),
+    Command("token", "bearer tokens for kb-server --http: create, list, revoke, link",
+            _token, ("admin", "cmd_token")),
+    Command("grant", "what a team issuer's people and groups may do: add, list, remove",
+            _grant, ("admin", "cmd_grant")),
+    Command("review", "agents' proposed edits (writes mode review): list, show, approve, reject",
+            _review, ("review", "cmd_review")),
+    Command("upgrade", "bring a store made by an older version up to this one's schema",
+            _nothing, None),
+    Command("serve", "", None, None, add=serve.add_parser),
+    Command("completion", "print a shell completion script (bash, zsh or fish)",
+            _completion, None, common=False, description=COMPLETION_DESCRIPTION),
+)
+
+
+def build_parser():
+    """The command line: global options, then one subcommand of ``COMMAND_TABLE`` with its own."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: given after the subcommand it overrides the one given before, never erases it.
+    common.add_argument("--db", metavar="PATH", type=named, default=argparse.SUPPRESS,
+                        help="the store file (default: $KB_DB)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print JSON (what the tools return) instead of a table")
+    common.add_argument("--actor", metavar="NAME", default=argparse.SUPPRESS,
+                        help="who the history says made this command's changes (default: "
+                             "$USER)")
+    parser = argparse.ArgumentParser(
+        prog=PROG, parents=[common],
+        description="Administer a knowledge-base store whose citations are version stamps.",
+        epilog="Exit status: 0 done, 1 error, 2 usage, 3 conflict. The store is --db PATH or "
+               "$KB_DB; every command also takes --db and --json after its name.")
+    parser.add_argument("--version", action="version", version="%s %s (store schema %d)"
+                        % (PROG, __version__, SCHEMA_VERSION))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                help="what to do; kb COMMAND --help tells more")
+    sub.required = True
+    for command in COMMAND_TABLE:
+        if command.add is not None:
+            command.add(sub, common)
+            continue
+        p = sub.add_parser(command.name, parents=[common] if command.common else [],
+                           help=command.help, description=command.description or command.help,
+                           aliases=list(command.aliases))
+        if command.arguments is not None:
+            command.arguments(p, common)
     return parser
 
 
